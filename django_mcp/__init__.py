@@ -1,0 +1,62 @@
+"""django-mcp-toolkit: serve a Django project over the Model Context Protocol.
+
+Public API::
+
+    from django_mcp import site, MCPServer, Context, ToolError
+    from django_mcp import content   # text(), image(), audio(), embedded_resource(), resource_link()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "site",
+    "MCPServer",
+    "Context",
+    "ToolError",
+    "MCPError",
+    "Message",
+    "user",
+    "assistant",
+    "__version__",
+]
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .exceptions import MCPError, ToolError
+    from .prompts import Message, assistant, user
+    from .server import MCPServer
+
+    site: MCPServer
+
+_LAZY = {
+    "MCPServer": ("server", "MCPServer"),
+    "Context": ("context", "Context"),
+    "ToolError": ("exceptions", "ToolError"),
+    "MCPError": ("exceptions", "MCPError"),
+    "Message": ("prompts", "Message"),
+    "user": ("prompts", "user"),
+    "assistant": ("prompts", "assistant"),
+}
+
+_site: Any = None
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that importing django_mcp (e.g. for __version__) needs no configured settings.
+    global _site
+    if name == "site":
+        if _site is None:
+            from .server import MCPServer
+
+            _site = MCPServer()
+        return _site
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,98 @@
+"""The ``DJANGO_MCP`` settings dict, read lazily with documented defaults.
+
+Like DRF's ``api_settings``: nothing is read at import time, attribute access
+falls back to ``DEFAULTS``, import strings are resolved on access, and the cache
+is dropped on ``setting_changed`` so ``override_settings`` works in tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
+
+DEFAULTS: dict[str, Any] = {
+    # Identity shown to clients in initialize / server/discover.
+    "SERVER_NAME": "django-mcp",
+    "SERVER_TITLE": None,
+    "SERVER_VERSION": None,  # None: the django-mcp-toolkit version
+    "INSTRUCTIONS": None,
+    # Where get_asgi_application() mounts the default site.
+    "ENDPOINT": "/mcp/",
+    # "none" serves without authentication (development); "oauth" arrives with the auth issue.
+    "AUTH": "none",
+    # Browser origins allowed besides the endpoint's own host (DNS-rebinding protection).
+    "ALLOWED_ORIGINS": [],
+    # Largest accepted request body, in bytes (413 above it).
+    "MAX_BODY_SIZE": 4 * 1024 * 1024,
+    # Handshake-era sessions.
+    "SESSION_IDLE_TIMEOUT": 3600,  # seconds without a request before a session expires
+    "SESSION_REVALIDATE_INTERVAL": 30,  # seconds a worker trusts its cached view of a session
+    # Pagination of tools/list, resources/list, prompts/list, resources/templates/list.
+    "PAGE_SIZE": 100,
+    # Seconds a server->client request (elicitation, sampling, roots) waits for its answer.
+    "CLIENT_REQUEST_TIMEOUT": 300,
+    # SSE: keep-alive comment interval and the retry hint (ms) sent before closing a polled stream.
+    "SSE_KEEPALIVE": 15,
+    "SSE_RETRY_MS": 1000,
+    # Event store used for SSE resumption (Last-Event-ID): a Django cache alias and bounds.
+    "EVENT_STORE_CACHE": "default",
+    "EVENT_STORE_MAX_EVENTS": 500,
+    "EVENT_STORE_TTL": 3600,
+    # Channels layer alias carrying messages between workers.
+    "CHANNEL_LAYER": "default",
+    # 2026-07-28 caching hints on list results and reads.
+    "CACHE_TTL_MS": 0,
+    "CACHE_SCOPE": "private",
+    # Seconds a signed multi-round-trip requestState stays valid.
+    "REQUEST_STATE_MAX_AGE": 900,
+    # Maps exceptions raised by tools to results/errors; an import string.
+    "EXCEPTION_HANDLER": "django_mcp.exceptions.exception_handler",
+    # Validate every outgoing result against mcp-types (slower; on in tests).
+    "VALIDATE_RESULTS": False,
+}
+
+IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})
+
+
+class MCPSettings:
+    def __init__(self) -> None:
+        self._cached: dict[str, Any] = {}
+        self._user: dict[str, Any] | None = None
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        if self._user is None:
+            from django.conf import settings
+
+            self._user = dict(getattr(settings, "DJANGO_MCP", None) or {})
+        return self._user
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid DJANGO_MCP setting: {name!r}")
+        try:
+            return self._cached[name]
+        except KeyError:
+            pass
+        value = self.user_settings.get(name, DEFAULTS[name])
+        if name in IMPORT_STRINGS and isinstance(value, str):
+            value = import_string(value)
+        self._cached[name] = value
+        return value
+
+    def reload(self) -> None:
+        self._cached.clear()
+        self._user = None
+
+
+mcp_settings = MCPSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "DJANGO_MCP":
+        mcp_settings.reload()
+
+
+setting_changed.connect(_reload)

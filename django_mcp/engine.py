@@ -1,0 +1,322 @@
+"""Transport-independent request processing: validation, dispatch, result shaping.
+
+A transport hands the engine one JSON-RPC message with the request's era state
+(revision, session or per-request ``_meta``, user) and an *outlet* for messages
+that belong to that request (progress, logs, server->client requests). The
+engine returns the response message, or None for a cancelled request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+from typing import Any, Protocol
+
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    SERVER_INFO_META_KEY,
+)
+
+from .conf import mcp_settings
+from .context import LOG_LEVELS
+from .exceptions import MCPError, RequestCancelled
+from .mrtr import load_state, sign_state
+from .protocol import jsonrpc
+from .protocol.jsonrpc import ProtocolError
+from .protocol.shaping import shape_for
+from .protocol.validation import validate_client_result, validate_request, validate_server_result
+from .protocol.versions import at_least, is_stateless
+from .routing import hub, session_group
+from .server import CACHEABLE, InputRequired, MCPServer
+from .sessions import SessionState, store
+
+logger = logging.getLogger("django_mcp")
+
+_ids = itertools.count(1)
+_PROCESS = secrets.token_hex(3)
+_INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+
+
+class Outlet(Protocol):
+    async def send(self, message: dict[str, Any]) -> None: ...
+
+
+class Exchange:
+    """One request in flight; the ``Runtime`` behind ``Context``."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        request: jsonrpc.Request,
+        revision: str,
+        session: SessionState | None,
+        user: Any,
+        outlet: Outlet | None,
+    ) -> None:
+        self.server = server
+        self.request = request
+        self.request_id: str | int | None = request.id
+        self.method = request.method
+        self.params: dict[str, Any] = request.params or {}
+        self.revision = revision
+        self.session = session
+        self.session_id = session.id if session else None
+        self.user = user
+        self.outlet = outlet
+        self.cancelled = asyncio.Event()
+        meta = self.params.get("_meta") or {}
+        self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
+        self.progress_token = self.meta.get("progressToken")
+        self.stateless = is_stateless(revision)
+        if self.stateless:
+            self.client_info: dict[str, Any] = self.meta.get(CLIENT_INFO_META_KEY) or {}
+            self.client_capabilities: dict[str, Any] = self.meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+            self.log_level: str | None = self.meta.get(LOG_LEVEL_META_KEY)
+        else:
+            assert session is not None
+            self.client_info = session.client_info
+            self.client_capabilities = session.client_capabilities
+            self.log_level = session.log_level
+        self._asked = 0
+        self.answers: dict[str, Any] = {}
+
+    # -- Runtime protocol -----------------------------------------------------------
+    def allowed(self, scopes: list[str]) -> bool:
+        """Whether the caller may see/use something needing ``scopes`` (auth comes later)."""
+        return True
+
+    def log_enabled(self, level: str) -> bool:
+        if self.log_level is None:
+            # Stateless: no level in _meta means no logs. Handshake: no setLevel means the server decides.
+            return not self.stateless
+        try:
+            return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)  # type: ignore[arg-type]
+        except ValueError:
+            return False
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        if self.outlet is None:
+            return
+        if method == "notifications/progress" and self.stateless and not at_least(self.revision, "2026-07-28"):
+            return
+        await self.outlet.send(jsonrpc.notification_message(method, shape_for(method, self.revision, params)))
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A server->client request: sent on the stream (handshake) or as input_required (stateless)."""
+        capability = _CAPABILITY_FOR.get(method)
+        if capability and capability not in self.client_capabilities:
+            raise MCPError(
+                f"The client did not declare the {capability!r} capability",
+                {"requiredCapabilities": {capability: {}}},
+                code=jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY if self.stateless else jsonrpc.INVALID_REQUEST,
+            )
+        if self.stateless:
+            key = f"{method.split('/')[0]}-{self._asked}"
+            self._asked += 1
+            if key in self.answers:
+                return self.answers[key]  # type: ignore[no-any-return]
+            raise InputRequired(key, method, params, self.answers)
+        return await engine.client_request(self, method, shape_for(method, self.revision, params))
+
+    async def set_log_level(self, level: str) -> None:
+        if self.session is not None:
+            self.session.log_level = level
+            await store.update(self.session, log_level=level)
+
+    async def subscribe(self, uri: str, on: bool) -> None:
+        if self.session is None:
+            return
+        subs = self.session.subscriptions
+        if on == (uri in subs):
+            return
+        subs.add(uri) if on else subs.discard(uri)
+        await store.update(self.session, subscriptions=sorted(subs))
+
+
+class Engine:
+    def __init__(self) -> None:
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.inflight: dict[tuple[str, str | int], tuple[asyncio.Task[Any], Exchange]] = {}
+        self._listening: dict[str, int] = {}
+
+    # -- requests -------------------------------------------------------------------
+    async def handle_request(
+        self,
+        server: MCPServer,
+        request: jsonrpc.Request,
+        revision: str,
+        session: SessionState | None,
+        user: Any,
+        outlet: Outlet | None,
+    ) -> dict[str, Any] | None:
+        ex = Exchange(server, request, revision, session, user, outlet)
+        key = (session.id, request.id) if session else None
+        if key is not None:
+            task = asyncio.current_task()
+            if task is not None:
+                self.inflight[key] = (task, ex)
+        try:
+            validate_request(request.method, revision, request.params)
+            if ex.stateless and request.method in _INPUT_METHODS:
+                self._load_answers(ex)
+            result = await server.handle(request.method, ex.params, ex)
+            result = self.finalize(request.method, revision, result)
+            if ex.stateless:
+                self._stamp(server, result)
+            return jsonrpc.result_message(request.id, result)
+        except InputRequired as need:
+            return jsonrpc.result_message(request.id, self._stamp(server, self._input_required(ex, need)))
+        except ProtocolError as exc:
+            return jsonrpc.error_message(request.id, exc)
+        except (asyncio.CancelledError, RequestCancelled):
+            if ex.cancelled.is_set():
+                return None
+            raise
+        except Exception:
+            logger.exception("MCP request %s failed", request.method)
+            return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+        finally:
+            if key is not None:
+                self.inflight.pop(key, None)
+
+    def finalize(self, method: str, revision: str, result: dict[str, Any]) -> dict[str, Any]:
+        if is_stateless(revision):
+            result.setdefault("resultType", "complete")
+            if method in CACHEABLE:
+                result.setdefault("ttlMs", mcp_settings.CACHE_TTL_MS)
+                result.setdefault("cacheScope", mcp_settings.CACHE_SCOPE)
+        shaped = shape_for(method, revision, result)
+        if mcp_settings.VALIDATE_RESULTS:
+            validate_server_result(method, revision, shaped)
+        return shaped
+
+    def _stamp(self, server: MCPServer, result: dict[str, Any]) -> dict[str, Any]:
+        """2026-07-28 results name the server in ``_meta`` (a handler's own value wins)."""
+        meta = result.get("_meta")
+        if not isinstance(meta, dict):
+            meta = result["_meta"] = {}
+        meta.setdefault(SERVER_INFO_META_KEY, server.server_info())
+        return result
+
+    def _user_key(self, ex: Exchange) -> str:
+        return str(getattr(ex.user, "pk", None) or "")
+
+    def _load_answers(self, ex: Exchange) -> None:
+        state = ex.params.get("requestState")
+        responses = ex.params.get("inputResponses") or {}
+        answers: dict[str, Any] = {}
+        if state is not None:
+            answers = load_state(state, ex.method, ex.params, self._user_key(ex))
+        elif responses:
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "inputResponses without requestState")
+        answers.update(responses)
+        ex.answers = answers
+
+    def _input_required(self, ex: Exchange, need: InputRequired) -> dict[str, Any]:
+        state = sign_state(ex.method, ex.params, self._user_key(ex), need.answers)
+        return {
+            "resultType": "input_required",
+            "inputRequests": {need.key: {"method": need.method, "params": need.params}},
+            "requestState": state,
+        }
+
+    # -- cancellation ---------------------------------------------------------------
+    async def cancel(self, session_id: str, request_id: Any) -> None:
+        running = self.inflight.get((session_id, request_id))
+        if running is not None:
+            self._cancel_task(*running)
+        else:
+            await hub.publish(session_group(session_id), {"kind": "cancel", "id": request_id})
+
+    def _cancel_task(self, task: asyncio.Task[Any], ex: Exchange) -> None:
+        ex.cancelled.set()
+        task.cancel()
+
+    # -- server -> client requests (handshake era) ------------------------------------
+    async def client_request(self, ex: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if ex.outlet is None or ex.session_id is None:
+            raise MCPError("This transport cannot carry server-to-client requests", code=jsonrpc.INVALID_REQUEST)
+        rid = f"{_PROCESS}-{next(_ids)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = future
+        await self._listen(ex.session_id)
+        try:
+            await ex.outlet.send(jsonrpc.request_message(rid, method, params))
+            try:
+                answer = await asyncio.wait_for(future, mcp_settings.CLIENT_REQUEST_TIMEOUT)
+            except asyncio.TimeoutError:
+                await ex.outlet.send(
+                    jsonrpc.notification_message(
+                        "notifications/cancelled", {"requestId": rid, "reason": "timed out"}
+                    )
+                )
+                raise MCPError(f"The client did not answer {method} in time", code=jsonrpc.wire.REQUEST_TIMEOUT)
+        finally:
+            self.pending.pop(rid, None)
+            await self._unlisten(ex.session_id)
+        if answer.get("error") is not None:
+            err = answer["error"]
+            raise MCPError(str(err.get("message", "Client error")), err.get("data"), code=int(err.get("code", -32603)))
+        result = answer.get("result") or {}
+        validate_client_result(method, ex.revision, result)
+        return result  # type: ignore[no-any-return]
+
+    async def deliver_response(self, session_id: str, response: jsonrpc.Response) -> None:
+        """A client's answer arrived on some worker: resolve the waiter here or publish it."""
+        future = self.pending.get(str(response.id))
+        if future is not None:
+            if not future.done():
+                future.set_result({"result": response.result, "error": response.error})
+            return
+        await hub.publish(
+            session_group(session_id),
+            {"kind": "response", "id": response.id, "result": response.result, "error": response.error},
+        )
+
+    def _on_session_message(self, payload: dict[str, Any]) -> None:
+        kind = payload.get("kind")
+        if kind == "response":
+            future = self.pending.get(str(payload.get("id")))
+            if future is not None and not future.done():
+                future.set_result({"result": payload.get("result"), "error": payload.get("error")})
+        elif kind == "cancel":
+            for (_sid, rid), running in list(self.inflight.items()):
+                if rid == payload.get("id"):
+                    self._cancel_task(*running)
+
+    async def _listen(self, session_id: str) -> None:
+        n = self._listening.get(session_id, 0)
+        self._listening[session_id] = n + 1
+        if n == 0:
+            await hub.join(session_group(session_id), self._on_session_message)
+
+    async def _unlisten(self, session_id: str) -> None:
+        n = self._listening.get(session_id, 0) - 1
+        if n <= 0:
+            self._listening.pop(session_id, None)
+            await hub.leave(session_group(session_id), self._on_session_message)
+        else:
+            self._listening[session_id] = n
+
+    def track(self, task: asyncio.Task[Any], session_id: str | None) -> None:
+        """Make a long-running request cancellable from another worker (joins lazily)."""
+        if session_id is None:
+            return
+        loop = asyncio.get_running_loop()
+
+        def join() -> None:
+            if task.done():
+                return
+            loop.create_task(self._listen(session_id))
+            task.add_done_callback(lambda _t: loop.create_task(self._unlisten(session_id)))
+
+        handle = loop.call_later(0.05, join)
+        task.add_done_callback(lambda _t: handle.cancel())
+
+
+engine = Engine()

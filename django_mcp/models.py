@@ -1,0 +1,38 @@
+"""Database state: handshake-era sessions (stateless 2026-07-28 requests need none)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class MCPSession(models.Model):
+    """A handshake-era MCP session, created by ``initialize`` and named by ``Mcp-Session-Id``."""
+
+    id = models.CharField(primary_key=True, max_length=64, editable=False)
+    protocol_version = models.CharField(_("protocol revision"), max_length=16)
+    client_info = models.JSONField(_("client info"), default=dict, blank=True)
+    client_capabilities = models.JSONField(_("client capabilities"), default=dict, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="mcp_sessions"
+    )
+    log_level = models.CharField(_("log level"), max_length=16, blank=True, default="")
+    subscriptions = models.JSONField(_("resource subscriptions"), default=list, blank=True)
+    initialized = models.BooleanField(_("initialized"), default=False)
+    created = models.DateTimeField(_("created"), auto_now_add=True, db_index=True)
+    last_seen = models.DateTimeField(_("last seen"), db_index=True)
+    ended = models.DateTimeField(_("ended"), null=True, blank=True, db_index=True)
+
+    class Meta:
+        verbose_name = _("MCP session")
+        verbose_name_plural = _("MCP sessions")
+        ordering = ["-last_seen"]
+
+    def __str__(self) -> str:
+        name = (self.client_info or {}).get("name", "client")
+        return f"{name} ({self.protocol_version}) {self.id[:8]}…"
+
+    @property
+    def is_active(self) -> bool:
+        return self.ended is None

@@ -1,0 +1,107 @@
+"""Function prompts at the protocol level.
+
+A prompt is a function whose string arguments become the prompt's arguments
+(required when they have no default) and whose return value becomes messages:
+a string (one user message), a content block, or a list of ``Message``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+
+from .content import CONTENT_TYPES, Role, dump
+from .resources import Completer, _ctx_param, _runner
+from .context import Context
+
+
+@dataclass
+class Message:
+    """One prompt message: a role and a content block (or plain text)."""
+
+    content: Any
+    role: Role = "user"
+
+    def wire(self) -> dict[str, Any]:
+        content = self.content
+        if isinstance(content, str):
+            block: dict[str, Any] = {"type": "text", "text": content}
+        else:
+            block = dump(content)
+        return {"role": self.role, "content": block}
+
+
+def user(content: Any) -> Message:
+    return Message(content, "user")
+
+
+def assistant(content: Any) -> Message:
+    return Message(content, "assistant")
+
+
+@dataclass
+class Prompt:
+    fn: Callable[..., Any]
+    name: str
+    title: str | None = None
+    description: str | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    scopes: list[str] = field(default_factory=list)
+    complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
+    arguments: list[dict[str, Any]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.description is None:
+            self.description = inspect.getdoc(self.fn)
+        self.arguments = []
+        for pname, p in inspect.signature(self.fn).parameters.items():
+            if p.annotation is Context or p.annotation == "Context":
+                continue
+            arg: dict[str, Any] = {"name": pname, "required": p.default is inspect.Parameter.empty}
+            self.arguments.append(arg)
+
+    def definition(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name}
+        if self.title:
+            d["title"] = self.title
+        if self.description:
+            d["description"] = self.description
+        if self.arguments:
+            d["arguments"] = self.arguments
+        if self.icons:
+            d["icons"] = self.icons
+        if self.meta:
+            d["_meta"] = self.meta
+        return d
+
+    def check_arguments(self, arguments: dict[str, Any]) -> list[str]:
+        """Names of required arguments that are missing."""
+        return [a["name"] for a in self.arguments if a["required"] and a["name"] not in arguments]
+
+    async def render(self, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        known = {a["name"] for a in self.arguments}
+        kwargs = {k: v for k, v in arguments.items() if k in known}
+        cp = _ctx_param(self.fn)
+        if cp:
+            kwargs[cp] = ctx
+        value = await _runner(self.fn)(**kwargs)
+        items = value if isinstance(value, (list, tuple)) else [value]
+        messages = []
+        for item in items:
+            if isinstance(item, Message):
+                messages.append(item.wire())
+            elif isinstance(item, types.PromptMessage):
+                messages.append(item.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            elif isinstance(item, str) or isinstance(item, CONTENT_TYPES):
+                messages.append(Message(item).wire())
+            else:
+                raise TypeError(f"Prompt {self.name!r} returned an unsupported message: {type(item).__name__}")
+        result: dict[str, Any] = {"messages": messages}
+        if self.description:
+            result["description"] = self.description
+        return result

@@ -1,0 +1,104 @@
+"""Static resources and resource templates at the protocol level.
+
+A resource is a URI whose contents a function produces (text, bytes, or content
+objects). A template (RFC 6570 level 1) matches a family of URIs and passes the
+variables to its function. The Django-model mapping builds on these.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+
+from .context import Context
+from .protocol.uri_template import URITemplate
+
+Completer = Callable[..., Any]
+
+
+def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    return fn if inspect.iscoroutinefunction(fn) else sync_to_async(fn, thread_sensitive=True)
+
+
+def _ctx_param(fn: Callable[..., Any]) -> str | None:
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.annotation is Context or p.annotation == "Context":
+            return name
+    return None
+
+
+def contents_for(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """Wire ``contents`` for what a resource function returned."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, (types.TextResourceContents, types.BlobResourceContents)):
+            out.append(item.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        elif isinstance(item, dict) and ("text" in item or "blob" in item):
+            out.append({"uri": uri, **item})
+        elif isinstance(item, (bytes, bytearray)):
+            d = {"uri": uri, "blob": base64.b64encode(bytes(item)).decode("ascii")}
+            out.append({**d, "mimeType": mime_type or "application/octet-stream"})
+        else:
+            d = {"uri": uri, "text": item if isinstance(item, str) else str(item)}
+            out.append({**d, "mimeType": mime_type} if mime_type else d)
+    return out
+
+
+@dataclass
+class Resource:
+    uri: str
+    fn: Callable[..., Any]
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    icons: list[dict[str, Any]] | None = None
+    annotations: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    scopes: list[str] = field(default_factory=list)
+
+    def definition(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        for key, val in (
+            ("title", self.title),
+            ("description", self.description),
+            ("mimeType", self.mime_type),
+            ("size", self.size),
+            ("icons", self.icons),
+            ("annotations", self.annotations),
+            ("_meta", self.meta),
+        ):
+            if val is not None:
+                d[key] = val
+        return d
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = dict(variables)
+        cp = _ctx_param(self.fn)
+        if cp:
+            kwargs[cp] = ctx
+        value = await _runner(self.fn)(**kwargs)
+        return contents_for(uri, value, self.mime_type)
+
+
+@dataclass
+class ResourceTemplate(Resource):
+    complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
+    template: URITemplate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.template = URITemplate(self.uri)
+
+    def definition(self) -> dict[str, Any]:
+        d = super().definition()
+        d["uriTemplate"] = d.pop("uri")
+        d.pop("size", None)
+        return d

@@ -1,0 +1,448 @@
+"""``MCPServer``: the registry of tools, resources and prompts, and the method handlers.
+
+Like ``AdminSite``: a default instance ``site`` collects what apps declare in
+their ``mcp.py`` (autodiscovered), and more servers can be mounted at other
+paths. The server knows nothing of transports: it answers one request at a time
+for an ``Exchange`` that carries the revision, the caller and the outlet.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.core.exceptions import ImproperlyConfigured
+from pydantic import ValidationError
+
+from . import __version__
+from .conf import mcp_settings
+from .context import LOG_LEVELS, Context
+from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
+from .prompts import Prompt
+from .protocol import cursor
+from .protocol.jsonrpc import INVALID_PARAMS, ProtocolError
+from .protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from .resources import Completer, Resource, ResourceTemplate
+from .tools import Tool
+
+if TYPE_CHECKING:
+    from .engine import Exchange
+
+F = TypeVar("F", bound=Callable[..., Any])
+Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str, Any]]]
+
+CACHEABLE = frozenset(
+    {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read", "server/discover"}
+)
+
+
+class InputRequired(Exception):
+    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry."""
+
+    def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
+        super().__init__(method)
+        self.key, self.method, self.params, self.answers = key, method, params, answers
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+class MCPServer:
+    """A named MCP server: what it exposes and how it answers."""
+
+    def __init__(self, name: str | None = None, *, version: str | None = None, instructions: str | None = None):
+        self._name = name
+        self._version = version
+        self._instructions = instructions
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self._handlers: dict[str, Handler] = dict(DEFAULT_HANDLERS)
+
+    @property
+    def _registry(self) -> tuple[dict[str, Any], ...]:
+        """Snapshot used by ``autodiscover_modules`` to roll back a failed ``mcp.py`` import."""
+        return (dict(self.tools), dict(self.resources), dict(self.templates), dict(self.prompts))
+
+    @_registry.setter
+    def _registry(self, value: tuple[dict[str, Any], ...]) -> None:
+        self.tools, self.resources, self.templates, self.prompts = (dict(v) for v in value)
+
+    # -- identity ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name or mcp_settings.SERVER_NAME  # type: ignore[no-any-return]
+
+    def server_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self._version or mcp_settings.SERVER_VERSION or __version__}
+        if mcp_settings.SERVER_TITLE:
+            info["title"] = mcp_settings.SERVER_TITLE
+        return info
+
+    @property
+    def instructions(self) -> str | None:
+        return self._instructions or mcp_settings.INSTRUCTIONS
+
+    def capabilities(self) -> dict[str, Any]:
+        return {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+            "completions": {},
+        }
+
+    # -- registration --------------------------------------------------------------
+    def _check_new(self, registry: dict[str, Any], key: str, kind: str) -> None:
+        if key in registry:
+            raise ImproperlyConfigured(f"{kind} {key!r} is already registered on MCP server {self.name!r}")
+
+    def add_tool(self, tool: Tool) -> Tool:
+        self._check_new(self.tools, tool.name, "Tool")
+        self.tools[tool.name] = tool
+        return tool
+
+    def tool(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Any:
+        """Register a callable as a tool: ``@site.tool`` or ``@site.tool(name=..., title=...)``."""
+
+        def register(f: F) -> F:
+            self.add_tool(
+                Tool(
+                    f,
+                    name=name or _name(f),
+                    title=title,
+                    description=description,
+                    annotations=annotations,
+                    icons=icons,
+                    meta=meta,
+                    scopes=list(scopes),
+                )
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def add_resource(self, resource: Resource) -> Resource:
+        if isinstance(resource, ResourceTemplate):
+            self._check_new(self.templates, resource.uri, "Resource template")
+            self.templates[resource.uri] = resource
+        else:
+            self._check_new(self.resources, resource.uri, "Resource")
+            self.resources[resource.uri] = resource
+        return resource
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        annotations: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        complete: dict[str, Completer | Sequence[str]] | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Callable[[F], F]:
+        """Register a function as a resource; a URI with ``{var}`` makes a template."""
+
+        def register(f: F) -> F:
+            kwargs: dict[str, Any] = dict(
+                uri=uri,
+                fn=f,
+                name=name or _name(f),
+                title=title,
+                description=description if description is not None else inspect.getdoc(f),
+                mime_type=mime_type,
+                icons=icons,
+                annotations=annotations,
+                meta=meta,
+                scopes=list(scopes),
+            )
+            from .protocol.uri_template import URITemplate
+
+            if URITemplate.is_template(uri):
+                self.add_resource(ResourceTemplate(**kwargs, complete=dict(complete or {})))
+            else:
+                self.add_resource(Resource(**kwargs))
+            return f
+
+        return register
+
+    def add_prompt(self, prompt: Prompt) -> Prompt:
+        self._check_new(self.prompts, prompt.name, "Prompt")
+        self.prompts[prompt.name] = prompt
+        return prompt
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        complete: dict[str, Completer | Sequence[str]] | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Any:
+        def register(f: F) -> F:
+            self.add_prompt(
+                Prompt(
+                    f,
+                    name=name or _name(f),
+                    title=title,
+                    description=description,
+                    icons=icons,
+                    complete=dict(complete or {}),
+                    scopes=list(scopes),
+                )
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def register(self, obj: Any) -> Any:
+        """Register a ``Tool``, ``Resource``, ``ResourceTemplate`` or ``Prompt`` object."""
+        if isinstance(obj, Tool):
+            return self.add_tool(obj)
+        if isinstance(obj, Resource):
+            return self.add_resource(obj)
+        if isinstance(obj, Prompt):
+            return self.add_prompt(obj)
+        raise TypeError(f"Cannot register {obj!r} on an MCP server")
+
+    def method(self, name: str) -> Callable[[Handler], Handler]:
+        """Register or override the handler of a JSON-RPC method."""
+
+        def register(fn: Handler) -> Handler:
+            self._handlers[name] = fn
+            return fn
+
+        return register
+
+    # -- change notifications -------------------------------------------------------
+    async def notify_list_changed(self, kind: str) -> None:
+        """Tell every connected client that the tools/resources/prompts list changed."""
+        from .routing import hub
+
+        await hub.broadcast({"kind": "list_changed", "list": kind})
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell subscribers that the resource at ``uri`` changed."""
+        from .routing import hub
+
+        await hub.broadcast({"kind": "resource_updated", "uri": uri})
+
+    # -- dispatch ------------------------------------------------------------------
+    async def handle(self, method: str, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        return await handler(self, params, ex)
+
+    def initialize_result(self, revision: str) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "protocolVersion": revision,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.server_info(),
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def page(self, items: list[dict[str, Any]], params: dict[str, Any], kind: str, key: str) -> dict[str, Any]:
+        size = mcp_settings.PAGE_SIZE
+        offset = cursor.decode(params.get("cursor"), kind)
+        result: dict[str, Any] = {key: items[offset : offset + size]}
+        if offset + size < len(items):
+            result["nextCursor"] = cursor.encode(offset + size, kind)
+        return result
+
+
+# ---------------------------------------------------------------------------------
+# Method handlers. Each takes (server, params, exchange) and returns a result dict.
+
+
+async def _ping(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    return {}
+
+
+async def _set_level(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise InvalidParams(f"Unknown log level: {level!r}")
+    await ex.set_log_level(level)
+    return {}
+
+
+async def _discover(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "supportedVersions": list(ALL_REVISIONS),
+        "capabilities": server.capabilities(),
+        "serverInfo": server.server_info(),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    items = [t.definition() for t in server.tools.values() if ex.allowed(t.scopes)]
+    return server.page(items, params, "tools", "tools")
+
+
+async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    name = params.get("name")
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if tool is None or not ex.allowed(tool.scopes):
+        raise InvalidParams(f"Unknown tool: {name}", {"name": name})
+    try:
+        kwargs = tool.parse_arguments(params.get("arguments"))
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        return {"content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}], "isError": True}
+    try:
+        value = await tool.run(kwargs, Context(ex))
+    except (InputRequired, ProtocolError):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - user code; mapped to an isError result
+        if not isinstance(exc, Exception):
+            raise
+        result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
+        if result is None:
+            raise
+        return result  # type: ignore[no-any-return]
+    result = tool.to_result(value)
+    if mcp_settings.VALIDATE_RESULTS and tool.output_schema is not None and "structuredContent" in result:
+        pass  # the adapter already serialised through the declared type
+    return result
+
+
+async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    items = [r.definition() for r in server.resources.values() if ex.allowed(r.scopes)]
+    return server.page(items, params, "resources", "resources")
+
+
+async def _list_templates(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    items = [t.definition() for t in server.templates.values() if ex.allowed(t.scopes)]
+    return server.page(items, params, "templates", "resourceTemplates")
+
+
+def _find_resource(server: MCPServer, uri: str, ex: Exchange) -> tuple[Resource, dict[str, str]]:
+    res = server.resources.get(uri)
+    if res is not None and ex.allowed(res.scopes):
+        return res, {}
+    for tpl in server.templates.values():
+        variables = tpl.template.match(uri)
+        if variables is not None and ex.allowed(tpl.scopes):
+            return tpl, variables
+    raise ResourceNotFound(uri)
+
+
+async def _read_resource(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    uri = params["uri"]
+    res, variables = _find_resource(server, uri, ex)
+    return {"contents": await res.read(uri, variables, Context(ex))}
+
+
+async def _subscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    uri = params["uri"]
+    _find_resource(server, uri, ex)
+    await ex.subscribe(uri, True)
+    return {}
+
+
+async def _unsubscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    await ex.subscribe(params["uri"], False)
+    return {}
+
+
+async def _list_prompts(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    items = [p.definition() for p in server.prompts.values() if ex.allowed(p.scopes)]
+    return server.page(items, params, "prompts", "prompts")
+
+
+async def _get_prompt(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    name = params["name"]
+    prompt = server.prompts.get(name)
+    if prompt is None or not ex.allowed(prompt.scopes):
+        raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
+    arguments = params.get("arguments") or {}
+    missing = prompt.check_arguments(arguments)
+    if missing:
+        raise InvalidParams(f"Missing required arguments: {', '.join(missing)}", {"missing": missing})
+    return await prompt.render(arguments, Context(ex))
+
+
+async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    ref = params["ref"]
+    arg = params["argument"]
+    completers: dict[str, Completer | Sequence[str]] = {}
+    if ref.get("type") == "ref/prompt":
+        prompt = server.prompts.get(ref.get("name", ""))
+        if prompt is None or not ex.allowed(prompt.scopes):
+            raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
+        completers = prompt.complete
+    elif ref.get("type") == "ref/resource":
+        tpl = server.templates.get(ref.get("uri", ""))
+        if tpl is None or not ex.allowed(tpl.scopes):
+            raise InvalidParams(f"Unknown resource template: {ref.get('uri')}")
+        completers = tpl.complete
+    else:
+        raise InvalidParams(f"Unknown reference type: {ref.get('type')!r}")
+    source = completers.get(arg["name"])
+    value = arg.get("value", "")
+    context_args = (params.get("context") or {}).get("arguments") or {}
+    values: list[str]
+    if source is None:
+        values = []
+    elif callable(source):
+        fn = source
+        kwargs: dict[str, Any] = {}
+        sig = inspect.signature(fn)
+        if "context" in sig.parameters:
+            kwargs["context"] = context_args
+        got = fn(value, **kwargs)
+        if inspect.isawaitable(got):
+            got = await got
+        values = [str(v) for v in got]
+    else:
+        values = [v for v in source if str(v).startswith(value)]
+    total = len(values)
+    return {"completion": {"values": values[:100], "total": total, "hasMore": total > 100}}
+
+
+DEFAULT_HANDLERS: dict[str, Handler] = {
+    "ping": _ping,
+    "logging/setLevel": _set_level,
+    "server/discover": _discover,
+    "tools/list": _list_tools,
+    "tools/call": _call_tool,
+    "resources/list": _list_resources,
+    "resources/templates/list": _list_templates,
+    "resources/read": _read_resource,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _unsubscribe,
+    "prompts/list": _list_prompts,
+    "prompts/get": _get_prompt,
+    "completion/complete": _complete,
+}
+
+__all__ = ["MCPServer", "InputRequired", "CACHEABLE", "HANDSHAKE_REVISIONS", "STATELESS_REVISIONS", "INVALID_PARAMS"]

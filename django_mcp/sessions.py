@@ -1,0 +1,223 @@
+"""Handshake-era sessions: stored in the database, cached per worker process.
+
+The hot path never queries the database for a known session: each worker keeps
+a small ``SessionState`` per session and revalidates it against the database at
+most every ``SESSION_REVALIDATE_INTERVAL`` seconds, with one ``UPDATE`` that also
+refreshes ``last_seen`` and fails for an ended or idle-expired session. Ending a
+session (DELETE, the admin action, expiry) is broadcast over the channel layer
+so every worker drops it at once.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from .conf import mcp_settings
+from .routing import hub
+
+
+class SessionState:
+    """What a worker knows about a session. Kept small: thousands may sit idle."""
+
+    __slots__ = (
+        "id",
+        "revision",
+        "client_info",
+        "client_capabilities",
+        "user_id",
+        "log_level",
+        "subscriptions",
+        "initialized",
+        "checked",
+        "seen",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        revision: str,
+        client_info: dict[str, Any],
+        client_capabilities: dict[str, Any],
+        user_id: Any,
+        log_level: str | None = None,
+        subscriptions: set[str] | None = None,
+        initialized: bool = False,
+    ) -> None:
+        self.id = id
+        self.revision = revision
+        self.client_info = client_info
+        self.client_capabilities = client_capabilities
+        self.user_id = user_id
+        self.log_level = log_level
+        self.subscriptions = subscriptions or set()
+        self.initialized = initialized
+        self.checked = time.monotonic()
+        self.seen = self.checked
+
+
+_FIELD_ATTRS = {
+    "protocol_version": "revision",
+    "client_info": "client_info",
+    "client_capabilities": "client_capabilities",
+    "log_level": "log_level",
+    "initialized": "initialized",
+}
+
+
+def _apply(state: SessionState, fields: dict[str, Any]) -> None:
+    """Bring a cached session up to date with a change made on another worker."""
+    for name, value in fields.items():
+        if name == "subscriptions":
+            state.subscriptions = set(value)
+        elif name in _FIELD_ATTRS:
+            setattr(state, _FIELD_ATTRS[name], value)
+
+
+def new_session_id() -> str:
+    """256 random bits, URL-safe base64: visible ASCII as the transport spec requires."""
+    return secrets.token_urlsafe(32)
+
+
+class SessionStore:
+    def __init__(self) -> None:
+        self._local: dict[str, SessionState] = {}
+        hub.on_broadcast(self._on_broadcast)
+
+    def _on_broadcast(self, payload: dict[str, Any]) -> None:
+        kind, sid = payload.get("kind"), payload.get("session", "")
+        if kind == "session_ended":
+            self._local.pop(sid, None)
+        elif kind == "session_changed":
+            state = self._local.get(sid)
+            if state is not None:
+                _apply(state, payload.get("fields") or {})
+
+    async def create(
+        self, revision: str, client_info: dict[str, Any], capabilities: dict[str, Any], user: Any
+    ) -> SessionState:
+        from .models import MCPSession
+
+        user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+        sid = new_session_id()
+        await MCPSession.objects.acreate(
+            id=sid,
+            protocol_version=revision,
+            client_info=client_info,
+            client_capabilities=capabilities,
+            user_id=user_id,
+            last_seen=timezone.now(),
+        )
+        state = SessionState(sid, revision, client_info, capabilities, user_id)
+        self._local[sid] = state
+        return state
+
+    async def get(self, sid: str) -> SessionState | None:
+        """The live session named ``sid``, or None when unknown, ended or expired."""
+        now = time.monotonic()
+        state = self._local.get(sid)
+        if state is not None:
+            if now - state.checked < mcp_settings.SESSION_REVALIDATE_INTERVAL:
+                state.seen = now
+                return state
+            if not await self._touch(sid):
+                self._local.pop(sid, None)
+                return None
+            state.checked = state.seen = now
+            return state
+        if len(sid) > 64 or not await self._touch(sid):
+            return None
+        return await self._load(sid)
+
+    async def _touch(self, sid: str) -> bool:
+        from .models import MCPSession
+
+        now = timezone.now()
+        idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
+        updated = await MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).aupdate(
+            last_seen=now
+        )
+        return updated == 1
+
+    async def _load(self, sid: str) -> SessionState | None:
+        from .models import MCPSession
+
+        row = await MCPSession.objects.filter(id=sid, ended__isnull=True).afirst()
+        if row is None:
+            return None
+        state = SessionState(
+            row.id,
+            row.protocol_version,
+            row.client_info or {},
+            row.client_capabilities or {},
+            row.user_id,
+            row.log_level or None,
+            set(row.subscriptions or ()),
+            row.initialized,
+        )
+        self._local[sid] = state
+        return state
+
+    async def update(self, state: SessionState, **fields: Any) -> None:
+        """Persist a change of session state (rare: initialized, log level, subscriptions)."""
+        from .models import MCPSession
+
+        await MCPSession.objects.filter(id=state.id).aupdate(**fields)
+        self._local[state.id] = state
+        await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
+
+    def peek(self, sid: str) -> SessionState | None:
+        """This worker's current view of a session, without any I/O."""
+        return self._local.get(sid)
+
+    async def end(self, sid: str) -> bool:
+        from .models import MCPSession
+
+        updated = await MCPSession.objects.filter(id=sid, ended__isnull=True).aupdate(ended=timezone.now())
+        self._local.pop(sid, None)
+        await announce_end(sid)
+        return updated == 1
+
+    def forget(self, sid: str) -> None:
+        self._local.pop(sid, None)
+
+    def __len__(self) -> int:
+        return len(self._local)
+
+
+async def announce_end(sid: str) -> None:
+    """Tell every worker the session ended: caches drop it, its GET stream closes."""
+    from .routing import session_group
+
+    await hub.broadcast({"kind": "session_ended", "session": sid})
+    await hub.publish(session_group(sid), {"kind": "session_ended"})
+
+
+def end_sessions_sync(ids: list[str]) -> int:
+    """For the admin action and management code running outside the event loop."""
+    from asgiref.sync import async_to_sync
+
+    from .models import MCPSession
+
+    n = MCPSession.objects.filter(id__in=ids, ended__isnull=True).update(ended=timezone.now())
+    for sid in ids:
+        async_to_sync(announce_end)(sid)
+    return n
+
+
+async def expire_idle() -> int:
+    """End sessions idle longer than ``SESSION_IDLE_TIMEOUT`` (run from a periodic job)."""
+    from .models import MCPSession
+
+    idle = timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
+    return await sync_to_async(
+        lambda: MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle).update(ended=timezone.now())
+    )()
+
+
+store = SessionStore()

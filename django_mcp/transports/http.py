@@ -1,0 +1,572 @@
+"""Streamable HTTP on a Channels ``AsyncHttpConsumer``: both eras on one URL.
+
+POST carries JSON-RPC. A request is answered with ``application/json`` unless
+its handler emits something first (progress, a log, a server->client request):
+then the response turns into an SSE stream whose last event is the result.
+GET opens a session's standalone SSE stream or resumes one with
+``Last-Event-ID``; DELETE ends a session. Requests carrying
+``MCP-Protocol-Version: 2026-07-28`` are stateless and need no session.
+
+The consumer reads the body itself (to refuse oversized bodies before buffering
+them) and watches for the client going away while a request runs; it touches the
+channel layer only for work that crosses requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from channels.generic.http import AsyncHttpConsumer
+
+from ..conf import mcp_settings
+from ..engine import engine
+from ..events import event_id, events, new_stream_id, parse_event_id
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import ProtocolError
+from ..protocol.versions import (
+    ALL_REVISIONS,
+    BATCH_REVISIONS,
+    HANDSHAKE_REVISIONS,
+    STATELESS_REVISIONS,
+    negotiate,
+)
+from ..routing import BROADCAST, hub, session_group
+from ..server import MCPServer
+from ..sessions import SessionState, store
+from . import stateless
+from .security import host_allowed, origin_allowed
+
+logger = logging.getLogger("django_mcp")
+
+SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+JSON_CT = b"application/json"
+SSE_CT = b"text/event-stream"
+
+
+class HTTPError(Exception):
+    """Ends the exchange with an HTTP status and a JSON-RPC error body."""
+
+    def __init__(self, status: int, code: int, message: str, data: Any = None, request_id: Any = None) -> None:
+        super().__init__(message)
+        self.status, self.error, self.request_id = status, ProtocolError(code, message, data), request_id
+
+
+def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> bytes:
+    head = f"id: {eid}\nevent: {event}\n" if eid else f"event: {event}\n"
+    return head.encode() + b"data: " + data + b"\n\n"
+
+
+class ResponseStream:
+    """The outlet of one POST: JSON until something is emitted early, SSE after that."""
+
+    def __init__(self, consumer: MCPConsumer, session_id: str | None) -> None:
+        self.consumer = consumer
+        self.session_id = session_id
+        self.stream_id: str | None = None
+        self.seq = 0
+        self.started = False
+        self.detached = False
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        self.started = True
+        headers = [(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+        if self.session_id:
+            headers.append((b"mcp-session-id", self.session_id.encode()))
+            self.stream_id = new_stream_id()
+        await self.consumer.send_headers(status=200, headers=headers)
+        if self.stream_id is not None:
+            # A priming event with an id and no data lets the client resume even before the first message.
+            await self.consumer.safe_body(f"id: {event_id(self.stream_id, 0)}\ndata: \n\n".encode())
+
+    async def send(self, message: dict[str, Any], final: bool = False) -> None:
+        async with self._lock:
+            if not self.started:
+                await self.start()
+            data = jsonrpc.dumps(message)
+            eid = None
+            if self.stream_id is not None and self.session_id is not None:
+                self.seq += 1
+                eid = event_id(self.stream_id, self.seq)
+                await events.append(self.session_id, self.stream_id, self.seq, data, done=final)
+            if self.consumer.connected:
+                await self.consumer.safe_body(sse_event(data, eid), more=not final)
+            elif self.session_id is not None and self.stream_id is not None:
+                await hub.publish(
+                    session_group(self.session_id),
+                    {"kind": "event", "stream": self.stream_id, "seq": self.seq, "data": data.decode(), "final": final},
+                )
+
+
+class MCPConsumer(AsyncHttpConsumer):
+    """The MCP endpoint. ``MCPConsumer.as_asgi(server=my_server)`` mounts another server."""
+
+    server: MCPServer | None = None
+
+    def __init__(self, *args: Any, server: MCPServer | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if server is not None:
+            self.server = server
+        self.connected = True
+        self._headers: dict[bytes, bytes] = {}
+
+    def get_server(self) -> MCPServer:
+        if self.server is None:
+            from .. import site
+
+            return site
+        return self.server
+
+    # -- ASGI entry -------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:  # type: ignore[override]
+        self.scope = scope
+        self.base_send = send
+        self._receive = receive
+        headers: dict[bytes, bytes] = {}
+        for k, v in scope.get("headers", ()):
+            k = k.lower()
+            headers[k] = headers[k] + b", " + v if k in headers and k in (b"accept",) else v
+        self._headers = headers
+        try:
+            await self.dispatch_http(scope["method"])
+        except HTTPError as exc:
+            await self.error_response(exc)
+        except Exception:
+            logger.exception("MCP endpoint failed")
+            with contextlib.suppress(Exception):
+                await self.error_response(HTTPError(500, jsonrpc.INTERNAL_ERROR, "Internal error"))
+
+    def header(self, name: bytes) -> str | None:
+        value = self._headers.get(name)
+        if value is None:
+            return None
+        try:
+            return value.decode("latin-1")
+        except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes any byte
+            return None
+
+    async def safe_body(self, body: bytes, more: bool = False) -> None:
+        if not self.connected:
+            return
+        try:
+            await self.send_body(body, more_body=more)
+        except Exception:  # the connection went away under us
+            self.connected = False
+
+    async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        headers = [(b"content-type", JSON_CT), *(extra or [])]
+        await self.send_headers(status=status, headers=headers)
+        await self.safe_body(jsonrpc.dumps(payload))
+
+    async def error_response(self, exc: HTTPError) -> None:
+        await self.json_response(exc.status, jsonrpc.error_message(exc.request_id, exc.error))
+
+    async def empty_response(self, status: int, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        await self.send_headers(status=status, headers=extra or [])
+        await self.safe_body(b"")
+
+    # -- routing by HTTP method ---------------------------------------------------------
+    async def dispatch_http(self, method: str) -> None:
+        self.check_origin()
+        if method == "POST":
+            await self.handle_post()
+        elif method == "GET":
+            await self.handle_get()
+        elif method == "DELETE":
+            await self.handle_delete()
+        elif method == "OPTIONS":
+            await self.empty_response(204, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
+        else:
+            await self.json_response(
+                405,
+                jsonrpc.error_message(None, ProtocolError(jsonrpc.INVALID_REQUEST, f"Method {method} not allowed")),
+                [(b"allow", b"GET, POST, DELETE")],
+            )
+
+    def check_origin(self) -> None:
+        host = self.header(b"host") or ""
+        if not host_allowed(host):
+            raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host not allowed")
+        origin = self.header(b"origin")
+        if origin is not None and not origin_allowed(origin, host):
+            raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin not allowed")
+
+    def accepts(self, *types: bytes) -> bool:
+        accept = self._headers.get(b"accept", b"").lower()
+        if not accept:
+            return False
+        if b"*/*" in accept:
+            return True
+        return all(t in accept for t in types)
+
+    async def read_body(self) -> bytes:
+        limit = mcp_settings.MAX_BODY_SIZE
+        declared = self._headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.connected = False
+                raise asyncio.CancelledError()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    async def _watch_disconnect(self, on_disconnect: Any = None) -> None:
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.connected = False
+                if on_disconnect is not None:
+                    on_disconnect()
+                return
+
+    # -- POST -----------------------------------------------------------------------------
+    async def handle_post(self) -> None:
+        ctype = (self.header(b"content-type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise HTTPError(415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+        if not self.accepts(JSON_CT, SSE_CT):
+            raise HTTPError(
+                406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include application/json and text/event-stream"
+            )
+        body = await self.read_body()
+        try:
+            payload = jsonrpc.loads(body)
+        except ProtocolError as exc:
+            raise HTTPError(400, exc.code, exc.message) from None
+        version = self.header(VERSION_HEADER)
+        if version in STATELESS_REVISIONS or (version is None and stateless.looks_stateless(payload, self)):
+            await stateless.handle_post(self, payload, version)
+            return
+        if version is not None and version not in ALL_REVISIONS:
+            raise HTTPError(
+                400,
+                jsonrpc.INVALID_REQUEST,
+                f"Bad Request: unsupported MCP-Protocol-Version {version!r}",
+                {"supported": list(ALL_REVISIONS)},
+            )
+        await self.handle_handshake_post(payload, version)
+
+    async def handle_handshake_post(self, payload: Any, version: str | None) -> None:
+        sid = self.header(b"mcp-session-id")
+        if isinstance(payload, dict) and payload.get("method") == "initialize" and "id" in payload:
+            await self.handle_initialize(payload)
+            return
+        if sid is None:
+            raise HTTPError(
+                400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", request_id=jsonrpc.id_of(payload)
+            )
+        session = await store.get(sid)
+        if session is None:
+            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found", request_id=jsonrpc.id_of(payload))
+        if version is not None and version != session.revision:
+            raise HTTPError(
+                400,
+                jsonrpc.INVALID_REQUEST,
+                f"Bad Request: MCP-Protocol-Version {version!r} does not match the session's {session.revision!r}",
+            )
+        if isinstance(payload, list):
+            if session.revision not in BATCH_REVISIONS:
+                raise HTTPError(400, jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {session.revision}")
+            if not payload:
+                raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: empty batch")
+            await self.handle_batch(payload, session)
+            return
+        try:
+            message = jsonrpc.classify(payload)
+        except ProtocolError as exc:
+            raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
+        if isinstance(message, jsonrpc.Request):
+            if message.method == "initialize":
+                raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Session already initialized", request_id=message.id)
+            await self.run_request(message, session)
+        else:
+            await self.absorb(message, session)
+            await self.empty_response(202)
+
+    async def absorb(self, message: jsonrpc.Message, session: SessionState) -> None:
+        """Notifications and responses from the client: act, answer nothing."""
+        if isinstance(message, jsonrpc.Response):
+            await engine.deliver_response(session.id, message)
+            return
+        assert isinstance(message, jsonrpc.Notification)
+        from ..protocol.validation import validate_notification
+
+        if not validate_notification(message.method, session.revision, message.params):
+            return
+        if message.method == "notifications/initialized":
+            if not session.initialized:
+                session.initialized = True
+                await store.update(session, initialized=True)
+        elif message.method == "notifications/cancelled":
+            rid = (message.params or {}).get("requestId")
+            if rid is not None:
+                await engine.cancel(session.id, rid)
+
+    async def handle_initialize(self, payload: dict[str, Any]) -> None:
+        try:
+            message = jsonrpc.classify(payload)
+        except ProtocolError as exc:
+            raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
+        assert isinstance(message, jsonrpc.Request)
+        params = message.params or {}
+        revision = negotiate(params.get("protocolVersion"))
+        from ..protocol.validation import validate_request
+
+        try:
+            validate_request("initialize", revision, message.params)
+        except ProtocolError as exc:
+            await self.json_response(400, jsonrpc.error_message(message.id, exc))
+            return
+        server = self.get_server()
+        session = await store.create(
+            revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.scope.get("user")
+        )
+        result = engine.finalize("initialize", revision, server.initialize_result(revision))
+        await self.json_response(
+            200, jsonrpc.result_message(message.id, result), [(b"mcp-session-id", session.id.encode())]
+        )
+
+    async def handle_batch(self, items: list[Any], session: SessionState) -> None:
+        responses: list[dict[str, Any]] = []
+        requests: list[jsonrpc.Request] = []
+        for item in items:
+            try:
+                message = jsonrpc.classify(item)
+            except ProtocolError as exc:
+                responses.append(jsonrpc.error_message(jsonrpc.id_of(item), exc))
+                continue
+            if isinstance(message, jsonrpc.Request):
+                if message.method == "initialize":
+                    err = ProtocolError(jsonrpc.INVALID_REQUEST, "initialize cannot be batched")
+                    responses.append(jsonrpc.error_message(message.id, err))
+                else:
+                    requests.append(message)
+            else:
+                await self.absorb(message, session)
+        if not requests and not responses:
+            await self.empty_response(202)
+            return
+        server = self.get_server()
+        results = await asyncio.gather(
+            *(engine.handle_request(server, r, session.revision, session, self.scope.get("user"), None) for r in requests)
+        )
+        responses.extend(r for r in results if r is not None)
+        await self.json_response(200, responses, [(b"mcp-session-id", session.id.encode())])
+
+    async def run_request(
+        self, request: jsonrpc.Request, session: SessionState | None, revision: str | None = None, cancel_on_close: bool = False
+    ) -> None:
+        """Run one request; answer JSON, or SSE if the handler emitted something first."""
+        stream = ResponseStream(self, session.id if session else None)
+        rev = revision or (session.revision if session else ALL_REVISIONS[-1])
+        task = asyncio.ensure_future(
+            engine.handle_request(self.get_server(), request, rev, session, self.scope.get("user"), stream)
+        )
+        engine.track(task, session.id if session else None)
+
+        def closed() -> None:
+            if cancel_on_close and not task.done():
+                for (_sid, rid), (t, ex) in list(engine.inflight.items()):
+                    if t is task:
+                        ex.cancelled.set()
+                task.cancel()
+
+        watcher = asyncio.ensure_future(self._watch_disconnect(closed))
+        try:
+            try:
+                response = await task
+            except asyncio.CancelledError:
+                response = None
+            if response is None:
+                if stream.started:
+                    await self.safe_body(b"")
+                elif self.connected:
+                    await self.empty_response(202)
+                return
+            if stream.started:
+                await stream.send(response, final=True)
+            else:
+                extra = [(b"mcp-session-id", session.id.encode())] if session else []
+                status = 200 if session else stateless.status_for(response)
+                await self.json_response(status, response, extra)
+        finally:
+            watcher.cancel()
+
+    # -- GET --------------------------------------------------------------------------------
+    async def handle_get(self) -> None:
+        version = self.header(VERSION_HEADER)
+        if version in STATELESS_REVISIONS:
+            raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no GET stream")
+        if not self.accepts(SSE_CT):
+            raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include text/event-stream")
+        sid = self.header(b"mcp-session-id")
+        if sid is None:
+            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+        session = await store.get(sid)
+        if session is None:
+            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
+        if version is not None and version != session.revision:
+            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: MCP-Protocol-Version does not match the session")
+        last = self.header(b"last-event-id")
+        if last:
+            await self.resume(session, last)
+        else:
+            await self.standalone_stream(session)
+
+    async def _open_sse(self, session: SessionState) -> None:
+        await self.send_headers(
+            status=200,
+            headers=[
+                (b"content-type", SSE_CT),
+                (b"cache-control", b"no-cache"),
+                (b"x-accel-buffering", b"no"),
+                (b"mcp-session-id", session.id.encode()),
+            ],
+        )
+
+    async def _pump(self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, seq: int) -> None:
+        """Write queued events until the session ends, the client leaves, or the stream finishes."""
+        watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
+        keepalive = mcp_settings.SSE_KEEPALIVE
+        try:
+            while self.connected:
+                try:
+                    item = await asyncio.wait_for(queue.get(), keepalive)
+                except asyncio.TimeoutError:
+                    await self.safe_body(b": keep-alive\n\n", more=True)
+                    continue
+                if item is None:
+                    break
+                kind, payload = item
+                if kind == "message":
+                    seq += 1
+                    data = jsonrpc.dumps(payload)
+                    await events.append(session.id, stream_id, seq, data)
+                    await self.safe_body(sse_event(data, event_id(stream_id, seq)), more=True)
+                elif kind == "raw":
+                    data, eid, final = payload
+                    await self.safe_body(sse_event(data, eid), more=not final)
+                    if final:
+                        return
+        finally:
+            watcher.cancel()
+            await self.safe_body(b"")
+
+    def _session_listener(self, session: SessionState, queue: asyncio.Queue[Any]) -> Any:
+        def on_message(payload: dict[str, Any]) -> None:
+            kind = payload.get("kind")
+            if kind == "session_ended" and payload.get("session", session.id) == session.id:
+                queue.put_nowait(None)
+            elif kind == "notify":
+                queue.put_nowait(("message", payload["message"]))
+            elif kind == "list_changed":
+                queue.put_nowait(("message", jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed")))
+            elif kind == "resource_updated" and payload.get("uri") in (store.peek(session.id) or session).subscriptions:
+                queue.put_nowait(
+                    ("message", jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]}))
+                )
+
+        return on_message
+
+    async def standalone_stream(self, session: SessionState, stream_id: str | None = None, seq: int = 0) -> None:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        listener = self._session_listener(session, queue)
+        group = session_group(session.id)
+        await hub.join(group, listener)
+        await hub.join(BROADCAST, listener)
+        try:
+            await self._open_sse(session)
+            sid = stream_id or "g" + new_stream_id()
+            if stream_id is None:
+                await self.safe_body(f"id: {event_id(sid, 0)}\ndata: \n\n".encode(), more=True)
+            await self._pump(session, queue, sid, seq)
+        finally:
+            await hub.leave(group, listener)
+            await hub.leave(BROADCAST, listener)
+
+    async def resume(self, session: SessionState, last: str) -> None:
+        parsed = parse_event_id(last)
+        if parsed is None:
+            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: malformed Last-Event-ID")
+        stream_id, after = parsed
+        if stream_id.startswith("g"):
+            replay = await events.replay(session.id, stream_id, after)
+            await self._open_sse(session)
+            seq = after
+            for s, data in (replay[0] if replay else []):
+                await self.safe_body(sse_event(data, event_id(stream_id, s)), more=True)
+                seq = s
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            listener = self._session_listener(session, queue)
+            await hub.join(session_group(session.id), listener)
+            await hub.join(BROADCAST, listener)
+            try:
+                await self._pump(session, queue, stream_id, seq)
+            finally:
+                await hub.leave(session_group(session.id), listener)
+                await hub.leave(BROADCAST, listener)
+            return
+        # A POST's response stream: listen first, then replay, so nothing falls in between.
+        queue = asyncio.Queue()
+
+        def on_event(payload: dict[str, Any]) -> None:
+            if payload.get("kind") == "event" and payload.get("stream") == stream_id:
+                queue.put_nowait(("raw", (payload["data"].encode(), event_id(stream_id, payload["seq"]), payload["final"])))
+            elif payload.get("kind") == "session_ended":
+                queue.put_nowait(None)
+
+        group = session_group(session.id)
+        await hub.join(group, on_event)
+        try:
+            replay = await events.replay(session.id, stream_id, after)
+            if replay is None:
+                raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Unknown or expired event stream")
+            await self._open_sse(session)
+            done = replay[1]
+            last_seq = after
+            for s, data in replay[0]:
+                last_seq = s
+                await self.safe_body(sse_event(data, event_id(stream_id, s)), more=True)
+            if done:
+                await self.safe_body(b"")
+                return
+            # Drop live events already replayed.
+            filtered: asyncio.Queue[Any] = asyncio.Queue()
+            while not queue.empty():
+                item = queue.get_nowait()
+                if item is None or item[0] != "raw" or int(item[1][1].rsplit("_", 1)[1]) > last_seq:
+                    filtered.put_nowait(item)
+            while not filtered.empty():
+                queue.put_nowait(filtered.get_nowait())
+            await self._pump(session, queue, stream_id, last_seq)
+        finally:
+            await hub.leave(group, on_event)
+
+    # -- DELETE -------------------------------------------------------------------------------
+    async def handle_delete(self) -> None:
+        if self.header(VERSION_HEADER) in STATELESS_REVISIONS:
+            raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
+        sid = self.header(b"mcp-session-id")
+        if sid is None:
+            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+        session = await store.get(sid)
+        if session is None:
+            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
+        await store.end(sid)
+        await self.empty_response(200)
+
+
+__all__ = ["MCPConsumer", "HANDSHAKE_REVISIONS"]

@@ -1,0 +1,209 @@
+"""The 2026-07-28 (stateless) side of the HTTP endpoint.
+
+Every request carries its own ``_meta`` envelope and mirrors method, name and
+version into headers; there is no session. The checks run before anything is
+streamed, in the order the conformance suite expects: envelope (-32602), header
+mismatch (-32020), unsupported version (-32022), unknown method (-32601, 404).
+``subscriptions/listen`` opens a long-lived SSE stream fed from the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
+
+from ..conf import mcp_settings
+from ..protocol import headers, jsonrpc
+from ..protocol.jsonrpc import ProtocolError
+from ..protocol.validation import validate_request
+from ..protocol.versions import STATELESS_REVISIONS
+from ..routing import BROADCAST, hub
+
+if TYPE_CHECKING:
+    from .http import MCPConsumer
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+STATUS = {
+    jsonrpc.INVALID_PARAMS: 400,
+    jsonrpc.INVALID_REQUEST: 400,
+    jsonrpc.PARSE_ERROR: 400,
+    jsonrpc.HEADER_MISMATCH: 400,
+    jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    jsonrpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    jsonrpc.METHOD_NOT_FOUND: 404,
+}
+
+
+def status_for(response: dict[str, Any]) -> int:
+    err = response.get("error")
+    return STATUS.get(err["code"], 200) if err else 200
+
+
+def looks_stateless(payload: Any, consumer: MCPConsumer) -> bool:
+    """No version header: modern only if the body carries the modern envelope and no session."""
+    if consumer.header("mcp-session-id") is not None or not isinstance(payload, dict):
+        return False
+    meta = (payload.get("params") or {}).get("_meta") if isinstance(payload.get("params"), dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
+def _fail(status: int, exc: ProtocolError, request_id: Any) -> Exception:
+    from .http import HTTPError
+
+    err = HTTPError(status, exc.code, exc.message, exc.data, request_id=request_id)
+    return err
+
+
+def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | None) -> str:
+    """Run the envelope and header checks; return the revision or raise an HTTPError."""
+    params = request.params or {}
+    meta = params.get("_meta")
+    rid = request.id
+
+    def header(name: str) -> str | None:
+        return consumer.header(name.encode())
+
+    if not isinstance(meta, dict):
+        raise _fail(
+            400,
+            ProtocolError(
+                jsonrpc.INVALID_PARAMS,
+                "params._meta must be an object carrying the required "
+                f"{PROTOCOL_VERSION_META_KEY!r} and {CLIENT_CAPABILITIES_META_KEY!r} keys",
+            ),
+            rid,
+        )
+    missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in meta]
+    if missing:
+        raise _fail(
+            400, ProtocolError(jsonrpc.INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}"), rid
+        )
+    requested = meta[PROTOCOL_VERSION_META_KEY]
+    if version is None:
+        raise _fail(400, headers.mismatch("MCP-Protocol-Version header is required"), rid)
+    if version.strip() != requested:
+        raise _fail(
+            400,
+            headers.mismatch(f"MCP-Protocol-Version header {version!r} does not match _meta value {requested!r}"),
+            rid,
+        )
+    try:
+        headers.check_standard(request.method, params, header)
+    except ProtocolError as exc:
+        raise _fail(400, exc, rid) from None
+    if not isinstance(requested, str):
+        raise _fail(400, ProtocolError(jsonrpc.INVALID_PARAMS, "protocolVersion must be a string"), rid)
+    if requested not in STATELESS_REVISIONS:
+        raise _fail(
+            400,
+            ProtocolError(
+                jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(STATELESS_REVISIONS), "requested": requested},
+            ),
+            rid,
+        )
+    if request.method == "tools/call":
+        tool = consumer.get_server().tools.get(params.get("name", ""))
+        if tool is not None:
+            try:
+                headers.check_params(tool.input_schema, params.get("arguments"), header)
+            except ProtocolError as exc:
+                raise _fail(400, exc, rid) from None
+    try:
+        validate_request(request.method, requested, request.params)
+    except ProtocolError as exc:
+        raise _fail(STATUS.get(exc.code, 400), exc, rid) from None
+    return requested
+
+
+async def handle_post(consumer: MCPConsumer, payload: Any, version: str | None) -> None:
+    from .http import HTTPError
+
+    if not isinstance(payload, dict):
+        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: the body must be a single JSON-RPC message")
+    try:
+        message = jsonrpc.classify(payload)
+    except ProtocolError as exc:
+        raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
+    if isinstance(message, jsonrpc.Response):
+        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: 2026-07-28 clients send no responses")
+    if isinstance(message, jsonrpc.Notification):
+        if version is not None and version.strip() not in STATELESS_REVISIONS:
+            raise HTTPError(
+                400,
+                jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(STATELESS_REVISIONS), "requested": version},
+            )
+        # No client notification has an effect over HTTP in this revision (cancellation is closing the stream).
+        await consumer.empty_response(202)
+        return
+    revision = preflight(consumer, message, version)
+    if message.method == "subscriptions/listen":
+        await listen(consumer, message)
+        return
+    await consumer.run_request(message, None, revision=revision, cancel_on_close=True)
+
+
+async def listen(consumer: MCPConsumer, request: jsonrpc.Request) -> None:
+    """A ``subscriptions/listen`` stream: acknowledgement first, then the opted-in notifications."""
+    from .http import SSE_CT, HTTPError, sse_event
+
+    if not consumer.accepts(SSE_CT):
+        raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: subscriptions/listen needs text/event-stream")
+    wanted = (request.params or {}).get("notifications") or {}
+    server = consumer.get_server()
+    honoured: dict[str, Any] = {}
+    for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
+        if wanted.get(flag) is True:
+            honoured[flag] = True
+    uris = [u for u in wanted.get("resourceSubscriptions") or [] if isinstance(u, str)]
+    if uris:
+        honoured["resourceSubscriptions"] = uris
+    sub_meta = {SUBSCRIPTION_ID: request.id}
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    flag_for = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+
+    def on_broadcast(payload: dict[str, Any]) -> None:
+        kind = payload.get("kind")
+        if kind == "list_changed" and honoured.get(flag_for.get(payload.get("list", ""), "")):
+            queue.put_nowait(
+                jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed", {"_meta": sub_meta})
+            )
+        elif kind == "resource_updated" and payload.get("uri") in uris:
+            queue.put_nowait(
+                jsonrpc.notification_message(
+                    "notifications/resources/updated", {"uri": payload["uri"], "_meta": sub_meta}
+                )
+            )
+
+    await hub.join(BROADCAST, on_broadcast)
+    try:
+        await consumer.send_headers(
+            status=200,
+            headers=[(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")],
+        )
+        ack = jsonrpc.notification_message(
+            "notifications/subscriptions/acknowledged", {"_meta": sub_meta, "notifications": honoured}
+        )
+        await consumer.safe_body(sse_event(jsonrpc.dumps(ack)), more=True)
+        watcher = asyncio.ensure_future(consumer._watch_disconnect(lambda: queue.put_nowait(None)))
+        try:
+            while consumer.connected:
+                try:
+                    item = await asyncio.wait_for(queue.get(), mcp_settings.SSE_KEEPALIVE)
+                except asyncio.TimeoutError:
+                    await consumer.safe_body(b": keep-alive\n\n", more=True)
+                    continue
+                if item is None:
+                    break
+                await consumer.safe_body(sse_event(jsonrpc.dumps(item)), more=True)
+        finally:
+            watcher.cancel()
+        del server
+    finally:
+        await hub.leave(BROADCAST, on_broadcast)
+        await consumer.safe_body(b"")

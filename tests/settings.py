@@ -1,0 +1,95 @@
+"""Settings for the test suite (a small project separate from example_project)."""
+
+import os
+
+BASE_DIR = os.path.dirname(os.path.abspath(__file__))
+SECRET_KEY = "tests-only-secret-key-not-for-production-0123456789"
+DEBUG = False
+ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]", "testserver"]
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "channels",
+    "django_mcp",
+    "tests.testapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+ASGI_APPLICATION = "tests.asgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DB = os.environ.get("MCP_TEST_DB", "sqlite")
+if DB == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": os.environ.get("MCP_PG_NAME", "test"),
+            "USER": os.environ.get("MCP_PG_USER", "postgres"),
+            "HOST": "127.0.0.1",
+            "PORT": "5432",
+            "TEST": {"NAME": os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp")},
+        }
+    }
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("MCP_SQLITE", os.path.join(BASE_DIR, "..", ".test-db.sqlite3")),
+            "TEST": {"NAME": os.environ.get("MCP_SQLITE_TEST")},
+        }
+    }
+
+LAYER = os.environ.get("MCP_TEST_LAYER", "memory")
+if LAYER == "redis":
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [os.environ.get("MCP_REDIS_URL", "redis://127.0.0.1:6379/0")]},
+        }
+    }
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ.get("MCP_REDIS_URL", "redis://127.0.0.1:6379/1"),
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+DJANGO_MCP = {
+    "SERVER_NAME": "django-mcp-tests",
+    "VALIDATE_RESULTS": True,
+    "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
+}
+USE_TZ = True
+STATIC_URL = "/static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "loggers": {"django_mcp": {"handlers": ["stderr"], "level": "WARNING"}},
+}

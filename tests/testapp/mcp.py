@@ -1,0 +1,133 @@
+"""Tools, resources and prompts the test suite drives through real clients."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from django_mcp import Context, ToolError, site
+from django_mcp import content
+
+
+class Sum(BaseModel):
+    total: int
+    terms: list[int]
+
+
+class Person(BaseModel):
+    name: str
+    age: int = Field(ge=0)
+
+
+@site.tool(annotations={"readOnlyHint": True}, title="Add numbers")
+def add(a: int, b: int) -> Sum:
+    """Add two integers.
+
+    Args:
+        a: the first term
+        b: the second term
+    """
+    return Sum(total=a + b, terms=[a, b])
+
+
+@site.tool
+async def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@site.tool
+def square(x: float) -> float:
+    """Square a number (a non-object return is wrapped as {"result": ...})."""
+    return x * x
+
+
+@site.tool
+def describe(person: Person) -> str:
+    """Uses a nested model (JSON Schema $defs)."""
+    return f"{person.name} is {person.age}"
+
+
+@site.tool
+async def count(ctx: Context, steps: int = 3) -> str:
+    """Report progress and log at each step."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i}")
+        await ctx.info(f"counted {i}")
+    return f"counted to {steps}"
+
+
+@site.tool
+async def sleepy(ctx: Context, seconds: float = 30) -> str:
+    """Sleeps (cancellable)."""
+    await ctx.report_progress(0.5, 1)
+    await asyncio.sleep(seconds)
+    return "woke up"
+
+
+@site.tool
+async def ask_name(ctx: Context) -> str:
+    """Elicit a name from the user."""
+
+    class Answer(BaseModel):
+        name: str
+
+    result = await ctx.elicit("What is your name?", Answer)
+    if result.action != "accept" or not result.content:
+        return f"no name ({result.action})"
+    return f"Hello, {result.content['name']}!"
+
+
+@site.tool
+async def ask_model(ctx: Context, question: str) -> str:
+    """Ask the client's model."""
+    reply = await ctx.sample(question, max_tokens=50)
+    return f"model said: {getattr(reply.content, 'text', '')}"
+
+
+@site.tool
+async def roots(ctx: Context) -> list[str]:
+    """List the client's roots."""
+    return [str(r.uri) for r in await ctx.list_roots()]
+
+
+@site.tool
+def fail(kind: Annotated[str, Field(description="tool or crash")] = "tool") -> str:
+    """Fails on purpose."""
+    if kind == "tool":
+        raise ToolError("this tool failed on purpose")
+    raise RuntimeError("secret internal detail")
+
+
+@site.tool
+def picture() -> list[content.ContentBlock]:
+    """Returns mixed content."""
+    return [
+        content.text("a red pixel"),
+        content.image(b"\x89PNG\r\n\x1a\n", "image/png"),
+        content.resource_link("test://static/hello", "hello"),
+    ]
+
+
+@site.resource("test://static/hello", mime_type="text/plain", title="Hello")
+def hello() -> str:
+    """A static text resource."""
+    return "Hello, world!"
+
+
+@site.resource("test://items/{item_id}", mime_type="application/json", complete={"item_id": ["1", "2", "10"]})
+def item(item_id: str) -> str:
+    """An item by id."""
+    if not item_id.isdigit():
+        from django_mcp.exceptions import ResourceNotFound
+
+        raise ResourceNotFound(f"test://items/{item_id}")
+    return f'{{"id": {item_id}}}'
+
+
+@site.prompt(title="Greeting", complete={"style": ["formal", "casual", "pirate"]})
+def greet(name: str, style: str = "casual") -> str:
+    """Greet someone."""
+    return f"Please greet {name} in a {style} style."
