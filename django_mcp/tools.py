@@ -12,9 +12,10 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Union, get_args, get_origin, get_type_hints
+import types
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
-import mcp_types as types
+import mcp_types
 import pydantic
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
@@ -62,15 +63,27 @@ def _is_context(annotation: Any) -> bool:
     return annotation is Context or (inspect.isclass(annotation) and issubclass(annotation, Context))
 
 
-def _wants_structure(tp: Any) -> bool:
-    if tp in _NO_STRUCTURE or tp is inspect.Signature.empty:
-        return False
+def _is_union(tp: Any) -> bool:
     origin = get_origin(tp)
-    if origin is Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
-        return all(_wants_structure(a) for a in get_args(tp) if a is not type(None))
-    if origin in (list, tuple) and get_args(tp) and get_args(tp)[0] in CONTENT_TYPES:
+    return origin is Union or origin is types.UnionType
+
+
+def _is_content(tp: Any) -> bool:
+    """A content block type, or a union/Annotated of them (e.g. ``ContentBlock``)."""
+    if get_origin(tp) is Annotated:
+        return _is_content(get_args(tp)[0])
+    if _is_union(tp):
+        return all(_is_content(a) for a in get_args(tp))
+    return inspect.isclass(tp) and issubclass(tp, CONTENT_TYPES)
+
+
+def _wants_structure(tp: Any) -> bool:
+    """Typed returns get an outputSchema, except text, bytes, None/Any and content blocks."""
+    if tp in _NO_STRUCTURE or tp is inspect.Signature.empty or _is_content(tp):
         return False
-    if inspect.isclass(tp) and issubclass(tp, CONTENT_TYPES):
+    if _is_union(tp):
+        return all(_wants_structure(a) for a in get_args(tp) if a is not type(None))
+    if get_origin(tp) in (list, tuple) and get_args(tp) and _is_content(get_args(tp)[0]):
         return False
     return True
 
@@ -177,7 +190,7 @@ class Tool:
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what the callable returned into a CallToolResult dict."""
-        if isinstance(value, types.CallToolResult):
+        if isinstance(value, mcp_types.CallToolResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")  # type: ignore[no-any-return]
         if self.output_adapter is not None:
             structured = self.output_adapter.dump_python(value, mode="json")

@@ -1,6 +1,6 @@
 """Shared fixtures: real daphne servers on loopback, real PostgreSQL and Redis.
 
-``live_server`` runs ``tests.asgi`` in a daphne subprocess with a database of its
+``mcp_server`` runs ``tests.asgi`` in a daphne subprocess with a database of its
 own (a fresh SQLite file, or PostgreSQL with ``MCP_TEST_DB=postgres``) and the
 channel layer picked by ``MCP_TEST_LAYER``. Where PostgreSQL or Redis is absent
 the tests that need them skip, except under ``CI=true``, where that fails.
@@ -137,7 +137,7 @@ def start_server(env: dict[str, str], log: Path, migrate: bool = True, app: str 
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("live")
     server = start_server(server_env(tmp), tmp / "daphne.log")
     yield server
@@ -145,11 +145,11 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 
 
 @pytest.fixture
-def server_log(live_server: LiveServer) -> Iterator[Path]:
+def server_log(mcp_server: LiveServer) -> Iterator[Path]:
     """The live server's log; the test fails if it shows a traceback while the test ran."""
-    start = live_server.log.stat().st_size
-    yield live_server.log
-    with live_server.log.open("rb") as f:
+    start = mcp_server.log.stat().st_size
+    yield mcp_server.log
+    with mcp_server.log.open("rb") as f:
         f.seek(start)
         text = f.read().decode(errors="replace")
     assert " 500 " not in text, text
