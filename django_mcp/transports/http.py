@@ -81,7 +81,7 @@ class ResponseStream:
         await self.consumer.send_headers(status=200, headers=headers)
         if self.stream_id is not None:
             # A priming event with an id and no data lets the client resume even before the first message.
-            await self.consumer.safe_body(f"id: {event_id(self.stream_id, 0)}\ndata: \n\n".encode())
+            await self.consumer.safe_body(f"id: {event_id(self.stream_id, 0)}\ndata: \n\n".encode(), more=True)
 
     async def send(self, message: dict[str, Any], final: bool = False) -> None:
         async with self._lock:
@@ -247,16 +247,12 @@ class MCPConsumer(AsyncHttpConsumer):
         except ProtocolError as exc:
             raise HTTPError(400, exc.code, exc.message) from None
         version = self.header(VERSION_HEADER)
-        if version in STATELESS_REVISIONS or (version is None and stateless.looks_stateless(payload, self)):
+        # A version header that is not a handshake revision (2026-07-28, or one we don't know) takes the
+        # stateless path, where an unknown version gets -32022 with the supported list.
+        modern = version is not None and version.strip() not in HANDSHAKE_REVISIONS
+        if modern or (version is None and stateless.looks_stateless(payload, self)):
             await stateless.handle_post(self, payload, version)
             return
-        if version is not None and version not in ALL_REVISIONS:
-            raise HTTPError(
-                400,
-                jsonrpc.INVALID_REQUEST,
-                f"Bad Request: unsupported MCP-Protocol-Version {version!r}",
-                {"supported": list(ALL_REVISIONS)},
-            )
         await self.handle_handshake_post(payload, version)
 
     async def handle_handshake_post(self, payload: Any, version: str | None) -> None:
