@@ -1,0 +1,304 @@
+"""The library over MCP: autodiscovered by django_mcp at startup, like ``admin.py``.
+
+Sync tools run in a worker thread (``sync_to_async``), so they use the ORM as usual;
+async tools use the async ORM API (``afirst``, ``acount``...) or wrap sync code in
+``sync_to_async``. Nothing here blocks the event loop.
+"""
+
+import datetime
+from typing import Annotated
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+from pydantic import BaseModel, Field
+
+from django_mcp import Context, Message, ToolError, site, user
+from django_mcp.exceptions import ResourceNotFound
+
+from .models import Author, Book, Loan
+
+READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+
+
+# -- output types: they become each tool's outputSchema and its structuredContent ---------------------------
+
+
+class BookSummary(BaseModel):
+    id: int
+    title: str
+    author: str
+    published: int = Field(description="Year of first publication")
+    genre: str
+    available_copies: int = Field(description="Copies on the shelf now; 0 means all are lent out")
+    uri: str = Field(description="The book's resource URI")
+
+
+class SearchResults(BaseModel):
+    total: int = Field(description="How many books match; `books` holds at most `limit` of them")
+    books: list[BookSummary]
+
+
+class LoanOut(BaseModel):
+    id: int
+    book_id: int
+    title: str
+    borrower: str
+    lent: datetime.date
+    due: datetime.date
+    returned: datetime.date | None = None
+    overdue: bool
+
+
+class BookDetails(BookSummary):
+    isbn: str
+    summary: str
+    author_born: int | None
+    active_loans: list[LoanOut]
+
+
+class LibraryStats(BaseModel):
+    authors: int
+    books: int = Field(description="Titles in the catalogue")
+    copies_on_shelf: int
+    active_loans: int
+    overdue_loans: int
+    books_per_genre: dict[str, int]
+
+
+class Borrower(BaseModel):
+    """What lend_book asks the user for when no borrower was given (a flat form)."""
+
+    name: str = Field(description="Full name of the person borrowing the book", min_length=2)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+
+
+def book_uri(book_id: int) -> str:
+    return f"library://books/{book_id}"
+
+
+def _summary(book: Book) -> BookSummary:
+    return BookSummary(
+        id=book.pk,
+        title=book.title,
+        author=book.author.name,
+        published=book.published,
+        genre=book.get_genre_display(),
+        available_copies=book.available_copies,
+        uri=book_uri(book.pk),
+    )
+
+
+def _loan_out(loan: Loan) -> LoanOut:
+    return LoanOut(
+        id=loan.pk,
+        book_id=loan.book_id,
+        title=loan.book.title,
+        borrower=loan.borrower,
+        lent=loan.lent,
+        due=loan.due,
+        returned=loan.returned,
+        overdue=loan.is_overdue,
+    )
+
+
+def _stats() -> LibraryStats:
+    genres = dict(Book.Genre.choices)
+    per_genre = Book.objects.values("genre").annotate(n=Count("id")).order_by("genre")
+    return LibraryStats(
+        authors=Author.objects.count(),
+        books=Book.objects.count(),
+        copies_on_shelf=Book.objects.aggregate(n=Sum("available_copies"))["n"] or 0,
+        active_loans=Loan.objects.active().count(),
+        overdue_loans=Loan.objects.overdue().count(),
+        books_per_genre={genres.get(row["genre"], row["genre"]): row["n"] for row in per_genre},
+    )
+
+
+async def _book_changed(book_id: int) -> None:
+    """Tell clients subscribed to the book's resource, or to the totals, that they changed."""
+    await site.notify_resource_updated(book_uri(book_id))
+    await site.notify_resource_updated("library://stats")
+
+
+# -- tools -----------------------------------------------------------------------------------------------------
+
+
+@site.tool(title="Search the catalogue", annotations=READ_ONLY)
+def search_books(
+    query: str = "",
+    genre: Book.Genre | None = None,
+    available_only: bool = False,
+    limit: Annotated[int, Field(ge=1, le=50)] = 10,
+) -> SearchResults:
+    """Find books whose title, author or summary contains every word of the query.
+
+    Args:
+        query: words to look for (case-insensitive); empty lists the whole catalogue
+        genre: only books of this genre
+        available_only: only books with a copy on the shelf
+        limit: at most this many books in the answer
+    """
+    books = Book.objects.select_related("author")
+    for word in query.split():
+        books = books.filter(Q(title__icontains=word) | Q(author__name__icontains=word) | Q(summary__icontains=word))
+    if genre is not None:
+        books = books.filter(genre=genre)
+    if available_only:
+        books = books.filter(available_copies__gt=0)
+    return SearchResults(total=books.count(), books=[_summary(b) for b in books[:limit]])
+
+
+@site.tool(title="Book details", annotations=READ_ONLY)
+def book_details(book_id: int) -> BookDetails:
+    """Everything about one book: ISBN, summary, author and who has it on loan.
+
+    Args:
+        book_id: the book's id, as returned by search_books
+    """
+    book = Book.objects.select_related("author").filter(pk=book_id).first()
+    if book is None:
+        raise ToolError(f"There is no book with id {book_id}. Use search_books to find ids.")
+    loans = Loan.objects.active().filter(book=book).select_related("book")
+    return BookDetails(
+        **_summary(book).model_dump(),
+        isbn=book.isbn,
+        summary=book.summary,
+        author_born=book.author.born,
+        active_loans=[_loan_out(loan) for loan in loans],
+    )
+
+
+def _lend(book_id: int, borrower: str, days: int) -> Loan:
+    with transaction.atomic():
+        # A conditional UPDATE: two concurrent loans can never take the last copy twice.
+        if not Book.objects.filter(pk=book_id, available_copies__gt=0).update(
+            available_copies=F("available_copies") - 1
+        ):
+            raise ToolError("No copy of that book is on the shelf any more.")
+        today = timezone.localdate()
+        loan = Loan.objects.create(book_id=book_id, borrower=borrower, lent=today, due=today + datetime.timedelta(days))
+    return Loan.objects.select_related("book").get(pk=loan.pk)
+
+
+@site.tool(title="Lend a book", annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
+async def lend_book(
+    ctx: Context,
+    book_id: int,
+    borrower: str | None = None,
+    days: Annotated[int, Field(ge=1, le=60)] = 14,
+) -> LoanOut:
+    """Lend a copy of a book to someone; it is due back after `days` days.
+
+    Without a borrower the tool asks the user for one (elicitation), when the client supports it.
+
+    Args:
+        book_id: the book to lend
+        borrower: the borrower's full name
+        days: length of the loan in days
+    """
+    # Everything before ctx.elicit() only reads: in the stateless (2026-07-28) era the client answers the
+    # elicitation by calling the tool again, and this code runs a second time.
+    book = await Book.objects.filter(pk=book_id).afirst()
+    if book is None:
+        raise ToolError(f"There is no book with id {book_id}. Use search_books to find ids.")
+    if book.available_copies < 1:
+        raise ToolError(f"All copies of {book.title!r} are lent out.")
+    if not borrower:
+        if "elicitation" not in ctx.client_capabilities:
+            raise ToolError("Who is borrowing the book? Call lend_book again with the borrower's name.")
+        answer = await ctx.elicit(f"Who is borrowing {book.title!r}?", Borrower)
+        if answer.action != "accept" or not answer.content:
+            raise ToolError(f"Nothing lent: the user chose to {answer.action} the question.")
+        borrower = Borrower.model_validate(answer.content).name
+    loan = await sync_to_async(_lend)(book_id, borrower, days)
+    await ctx.info(f"Lent {loan.book.title!r} to {loan.borrower}, due {loan.due.isoformat()}", logger="library")
+    await _book_changed(book_id)
+    return _loan_out(loan)
+
+
+@site.tool(
+    title="Return a book",
+    annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+)
+def return_book(loan_id: int) -> LoanOut:
+    """Record that a lent book came back; its copy goes back on the shelf.
+
+    Args:
+        loan_id: the loan's id, as returned by lend_book or book_details
+    """
+    with transaction.atomic():
+        loan = Loan.objects.select_for_update().select_related("book").filter(pk=loan_id).first()
+        if loan is None:
+            raise ToolError(f"There is no loan with id {loan_id}.")
+        if loan.returned is not None:
+            raise ToolError(f"Loan {loan_id} was already returned on {loan.returned.isoformat()}.")
+        loan.returned = timezone.localdate()
+        loan.save(update_fields=["returned"])
+        Book.objects.filter(pk=loan.book_id).update(available_copies=F("available_copies") + 1)
+    # A sync tool runs in a thread of the server's event loop: async_to_sync reaches back into it.
+    async_to_sync(_book_changed)(loan.book_id)
+    return _loan_out(loan)
+
+
+@site.tool(title="Library statistics", annotations=READ_ONLY)
+def library_stats() -> LibraryStats:
+    """Totals: authors, books, copies on the shelf, loans out and overdue, books per genre."""
+    return _stats()
+
+
+# -- resources -------------------------------------------------------------------------------------------------
+
+
+@site.resource("library://stats", name="stats", title="Library statistics", mime_type="application/json")
+def stats_resource() -> str:
+    """The library's totals as JSON (the same data as the library_stats tool)."""
+    return _stats().model_dump_json(indent=2)
+
+
+async def complete_book_id(value: str) -> list[str]:
+    """Completion for {book_id}. Completers run on the event loop, hence the async ORM call."""
+    return [
+        str(pk) async for pk in Book.objects.order_by("pk").values_list("pk", flat=True) if str(pk).startswith(value)
+    ]
+
+
+@site.resource(
+    "library://books/{book_id}",
+    name="book",
+    title="Book",
+    mime_type="text/markdown",
+    complete={"book_id": complete_book_id},
+)
+def book_resource(book_id: str) -> str:
+    """One book as a Markdown page: author, year, genre, availability and summary."""
+    book = Book.objects.select_related("author").filter(pk=int(book_id)).first() if book_id.isdigit() else None
+    if book is None:
+        raise ResourceNotFound(f"library://books/{book_id}")
+    shelf = f"{book.available_copies} on the shelf" if book.available_copies else "all copies lent out"
+    return (
+        f"# {book.title}\n\n"
+        f"*{book.author.name}*, {book.published}. {book.get_genre_display()}. ISBN {book.isbn}. {shelf}.\n\n"
+        f"{book.summary}\n"
+    )
+
+
+# -- prompts ---------------------------------------------------------------------------------------------------
+
+
+@site.prompt(title="Recommend books", complete={"reader": ["children", "teenagers", "adults"]})
+def recommend_books(interests: str, reader: str = "adults") -> list[Message]:
+    """Ask the model to recommend books from this library's shelves for someone's interests."""
+    shelf = Book.objects.select_related("author").filter(available_copies__gt=0)
+    catalogue = "\n".join(f"- [{b.pk}] {b.title} by {b.author.name} ({b.published}): {b.summary}" for b in shelf)
+    return [
+        user(
+            f"You are a librarian. Recommend up to three books for {reader} interested in: {interests}.\n"
+            "Only recommend books from this list of books currently on the shelf, "
+            "and say in one sentence why each one fits.\n\n"
+            f"{catalogue or '(no book is on the shelf right now)'}"
+        )
+    ]
