@@ -131,3 +131,20 @@ def item(item_id: str) -> str:
 def greet(name: str, style: str = "casual") -> str:
     """Greet someone."""
     return f"Please greet {name} in a {style} style."
+
+
+@site.tool
+async def slow_count(ctx: Context, steps: int = 3, delay: float = 0.3) -> str:
+    """Progress with pauses between steps (for resumption tests)."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps)
+        await asyncio.sleep(delay)
+    return f"slowly counted to {steps}"
+
+
+@site.tool
+async def touch(uri: str = "test://static/hello") -> str:
+    """Announce that the tool list and a resource changed (drives notification tests)."""
+    await site.notify_list_changed("tools")
+    await site.notify_resource_updated(uri)
+    return "touched"

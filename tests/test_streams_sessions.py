@@ -1,0 +1,155 @@
+"""GET streams, resumption, notifications, the legacy SSE transport and the session admin."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import httpx
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+
+from tests.conftest import LiveServer
+from tests.sse import SSEReader
+from tests.test_bad_input import ACCEPT, Raw
+
+
+@pytest.fixture
+def raw(mcp_server: LiveServer, server_log: Any) -> Raw:
+    return Raw(mcp_server)
+
+
+def call(rid: int, name: str, arguments: dict[str, Any], token: Any = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def test_get_stream_receives_list_changed_and_subscribed_updates(raw: Raw) -> None:
+    sid = raw.initialize()
+    h = raw.session_headers(sid)
+    sub = raw.post({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": {"uri": "test://static/hello"}}, h)
+    assert sub.json()["result"] == {}
+    stream = SSEReader("GET", raw.url, {**h, "accept": "text/event-stream"})
+    try:
+        assert stream.status == 200
+        time.sleep(0.3)
+        assert raw.post(call(2, "touch", {"uri": "test://static/hello"}), h).status_code == 200
+        got = stream.messages_until(lambda m: m.get("method") == "notifications/resources/updated")
+        methods = [m["method"] for m in got]
+        assert methods == ["notifications/tools/list_changed", "notifications/resources/updated"]
+        assert got[1]["params"] == {"uri": "test://static/hello"}
+        # Not subscribed to this one: only list_changed arrives.
+        raw.post(call(3, "touch", {"uri": "test://items/1"}), h)
+        got = stream.messages_until(lambda m: True)
+        assert got[0]["method"] == "notifications/tools/list_changed"
+        with pytest.raises(Exception):
+            stream.next(timeout=0.5)
+    finally:
+        stream.close()
+
+
+def test_delete_closes_get_stream(raw: Raw) -> None:
+    sid = raw.initialize()
+    h = raw.session_headers(sid)
+    stream = SSEReader("GET", raw.url, {**h, "accept": "text/event-stream"})
+    time.sleep(0.3)
+    assert raw.http.delete(raw.url, headers=h).status_code == 200
+    assert stream.next(timeout=5) is None  # the stream ended with the session
+    stream.close()
+
+
+def test_resume_post_stream_with_last_event_id(raw: Raw) -> None:
+    sid = raw.initialize()
+    h = raw.session_headers(sid)
+    # Read the first progress event of a slow call, then drop the connection.
+    first_id = None
+    with httpx.Client(timeout=10) as c, c.stream(
+        "POST", raw.url, json=call(7, "slow_count", {"steps": 4, "delay": 0.4}, token="t"), headers={**h, "accept": ACCEPT}
+    ) as r:
+        for line in r.iter_lines():
+            if line.startswith("id:"):
+                candidate = line[3:].strip()
+            if line.startswith("data:") and line[5:].strip():
+                first_id = candidate
+                break
+    assert first_id is not None
+    # Another stream of the same session must not leak into the replay.
+    raw.post(call(8, "echo", {"text": "other"}), h)
+    resumed = SSEReader("GET", raw.url, {**h, "accept": "text/event-stream", "last-event-id": first_id})
+    try:
+        got = resumed.messages_until(lambda m: m.get("id") == 7, timeout=10)
+        assert [m["params"]["progress"] for m in got if m.get("method") == "notifications/progress"] == [2, 3, 4]
+        assert got[-1]["result"]["content"][0]["text"] == "slowly counted to 4"
+        assert all(m.get("id") != 8 for m in got)
+    finally:
+        resumed.close()
+    bad = raw.http.get(raw.url, headers={**h, "accept": "text/event-stream", "last-event-id": "zz_1"})
+    assert bad.status_code == 404
+
+
+async def test_legacy_sse_transport(mcp_server: LiveServer) -> None:
+    logs: list[Any] = []
+
+    async def on_log(p: types.LoggingMessageNotificationParams) -> None:
+        logs.append(p.data)
+
+    url = mcp_server.url + "sse/"
+    async with Client(sse_client(url), mode="legacy", logging_callback=on_log) as client:
+        tools = await client.list_tools()
+        assert "add" in [t.name for t in tools.tools]
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+        assert result.structured_content == {"total": 3, "terms": [1, 2]}
+        await client.call_tool("count", {"steps": 2})
+        assert logs == ["counted 1", "counted 2"]
+        r = await client.read_resource("test://static/hello")
+        assert r.contents[0].text == "Hello, world!"  # type: ignore[union-attr]
+
+
+def test_legacy_sse_endpoint_event(mcp_server: LiveServer) -> None:
+    with httpx.Client(timeout=5) as c, c.stream("GET", mcp_server.url + "sse/", headers={"accept": "text/event-stream"}) as r:
+        assert r.status_code == 200
+        lines = []
+        for line in r.iter_lines():
+            lines.append(line)
+            if line.startswith("data:"):
+                break
+    assert lines[0] == "event: endpoint"
+    assert re.fullmatch(r"data: /mcp/messages/\?session_id=[A-Za-z0-9_-]{40,}", lines[1])
+
+
+def test_admin_ends_session(raw: Raw, mcp_server: LiveServer) -> None:
+    mcp_server.manage("shell", "-c", _CREATE_ADMIN)
+    sid = raw.initialize()
+    h = raw.session_headers(sid)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert raw.post(ping, h).status_code == 200
+    with httpx.Client(base_url=mcp_server.base, timeout=10, follow_redirects=True) as admin:
+        page = admin.get("/admin/login/")
+        token = admin.cookies["csrftoken"]
+        r = admin.post(
+            "/admin/login/?next=/admin/",
+            data={"username": "boss", "password": "pw-boss-123", "csrfmiddlewaretoken": token, "next": "/admin/"},
+            headers={"referer": f"{mcp_server.base}/admin/login/"},
+        )
+        assert r.status_code == 200 and "Log out" in r.text, page.text[:200]
+        listing = admin.get("/admin/django_mcp/mcpsession/")
+        assert sid[:12] in listing.text
+        r = admin.post(
+            "/admin/django_mcp/mcpsession/",
+            data={"action": "end_sessions", "_selected_action": [sid], "csrfmiddlewaretoken": admin.cookies["csrftoken"]},
+            headers={"referer": f"{mcp_server.base}/admin/django_mcp/mcpsession/"},
+        )
+        assert r.status_code == 200 and "Ended 1 session" in r.text
+    assert raw.post(ping, h).status_code == 404
+
+
+_CREATE_ADMIN = (
+    "from django.contrib.auth.models import User\n"
+    "User.objects.filter(username='boss').exists() or "
+    "User.objects.create_superuser('boss', 'boss@example.com', 'pw-boss-123')"
+)
