@@ -77,8 +77,15 @@ class Hub:
                 message = await self._layer.receive(self._channel)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a layer hiccup must not kill the hub
-                logger.exception("django_mcp hub: channel layer receive failed")
+            except (TimeoutError, asyncio.TimeoutError, ConnectionError) as exc:
+                # channels_redis' blocking pop can time out on an idle socket: routine, retry at once.
+                logger.debug("django_mcp hub: channel layer receive interrupted (%s); retrying", exc)
+                continue
+            except Exception as exc:  # a layer hiccup must not kill the hub
+                if type(exc).__name__ in ("TimeoutError", "ConnectionError"):  # redis-py's own classes
+                    logger.warning("django_mcp hub: channel layer receive failed (%s); retrying", exc)
+                else:
+                    logger.exception("django_mcp hub: channel layer receive failed")
                 await asyncio.sleep(0.5)
                 continue
             self._deliver(message.get("group", ""), message.get("payload", {}))
