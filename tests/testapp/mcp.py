@@ -148,3 +148,11 @@ async def touch(uri: str = "test://static/hello") -> str:
     await site.notify_list_changed("tools")
     await site.notify_resource_updated(uri)
     return "touched"
+
+
+@site.tool
+def queries() -> int:
+    """How many SQL statements this server process has run so far (hot-path tests)."""
+    from tests.testapp.apps import QUERIES
+
+    return next(QUERIES)
