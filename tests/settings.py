@@ -83,6 +83,10 @@ DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-tests",
     "VALIDATE_RESULTS": True,
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
+    # Tight limits for the expiry/timeout tests, which start a server of their own.
+    "SESSION_IDLE_TIMEOUT": float(os.environ.get("MCP_SESSION_IDLE_TIMEOUT", "3600")),
+    "SESSION_REVALIDATE_INTERVAL": float(os.environ.get("MCP_SESSION_REVALIDATE", "30")),
+    "CLIENT_REQUEST_TIMEOUT": float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT", "300")),
 }
 USE_TZ = True
 STATIC_URL = "/static/"
