@@ -116,8 +116,13 @@ class MCPServer:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        input_schema: dict[str, Any] | None = None,
     ) -> Any:
-        """Register a callable as a tool: ``@site.tool`` or ``@site.tool(name=..., title=...)``."""
+        """Register a callable as a tool: ``@site.tool`` or ``@site.tool(name=..., title=...)``.
+
+        ``input_schema`` publishes a hand-written JSON Schema verbatim in place of
+        the one derived from the signature (which still validates the arguments).
+        """
 
         def register(f: F) -> F:
             self.add_tool(
@@ -130,6 +135,7 @@ class MCPServer:
                     icons=icons,
                     meta=meta,
                     scopes=list(scopes),
+                    input_schema=dict(input_schema or {}),
                 )
             )
             return f

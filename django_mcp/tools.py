@@ -110,9 +110,12 @@ class Tool:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     scopes: list[str] = field(default_factory=list)
+    #: Publish this JSON Schema as the ``inputSchema`` instead of the one derived from the
+    #: signature (for keywords a signature cannot express); arguments are still validated
+    #: against the signature.
+    input_schema: dict[str, Any] = field(default_factory=dict)
     ctx_param: str | None = None
     input_model: type[BaseModel] = field(init=False)
-    input_schema: dict[str, Any] = field(init=False)
     output_schema: dict[str, Any] | None = field(init=False, default=None)
     output_adapter: TypeAdapter[Any] | None = field(init=False, default=None)
     wrap_output: bool = field(init=False, default=False)
@@ -136,17 +139,26 @@ class Tool:
                 self.ctx_param = pname
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
-            finfo = pydantic.Field(default=default, description=arg_docs.get(pname))
+            # A docstring "Args:" entry describes the argument; without one, keep any description
+            # the annotation carries (``Annotated[str, Field(description=...)]``).
+            if pname in arg_docs:
+                finfo = pydantic.Field(default=default, description=arg_docs[pname])
+            else:
+                finfo = pydantic.Field(default=default)
             fields[pname] = (ann, finfo)
         model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_")) + "Arguments"
         self.input_model = create_model(  # type: ignore[call-overload]
             model_name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
         )
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
-        schema.pop("additionalProperties", None)
-        schema.setdefault("properties", {})
-        self.input_schema = schema
+        if self.input_schema:
+            if self.input_schema.get("type") != "object":
+                raise TypeError(f"Tool {self.name!r}: input_schema must be a JSON Schema with type 'object'")
+        else:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+            schema.pop("additionalProperties", None)
+            schema.setdefault("properties", {})
+            self.input_schema = schema
         ret = hints.get("return", inspect.Signature.empty)
         if _wants_structure(ret):
             self.output_adapter = TypeAdapter(ret)
