@@ -11,7 +11,8 @@ run twice.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import mcp_types as types
 from pydantic import BaseModel
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+T = TypeVar("T")
 LOG_LEVELS: tuple[LogLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
@@ -41,7 +43,9 @@ class Runtime(Protocol):
 
     async def notify(self, method: str, params: dict[str, Any]) -> None: ...
 
-    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+    async def ask(self, method: str, params: dict[str, Any], key: str | None = None) -> dict[str, Any]: ...
+
+    async def close_stream(self) -> None: ...
 
 
 class Context:
@@ -124,11 +128,15 @@ class Context:
         await self.log("error", data, logger)
 
     # -- asking the client ---------------------------------------------------------
-    async def elicit(self, message: str, schema: type[BaseModel] | dict[str, Any]) -> types.ElicitResult:
+    async def elicit(
+        self, message: str, schema: type[BaseModel] | dict[str, Any], *, key: str | None = None
+    ) -> types.ElicitResult:
         """Ask the user for structured input (form mode).
 
         ``schema`` is a flat pydantic model or a JSON Schema object of primitives.
         The result's ``content`` is validated against a pydantic model when one is given.
+        ``key`` names the question in a 2026-07-28 ``input_required`` result (default:
+        the method and the question's position in the call).
         """
         if isinstance(schema, dict):
             requested = schema
@@ -140,16 +148,18 @@ class Context:
         params = {"mode": "form", "message": message, "requestedSchema": requested}
         if self._rt.revision < "2025-11-25":
             params.pop("mode")
-        answer = await self._rt.ask("elicitation/create", params)
+        answer = await self._rt.ask("elicitation/create", params, key)
         result = types.ElicitResult.model_validate(answer)
         if result.action == "accept" and not isinstance(schema, dict) and result.content is not None:
             schema.model_validate(result.content)
         return result
 
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> types.ElicitResult:
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, *, key: str | None = None
+    ) -> types.ElicitResult:
         """Send the user to a URL (URL mode, 2025-11-25+)."""
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return types.ElicitResult.model_validate(await self._rt.ask("elicitation/create", params))
+        return types.ElicitResult.model_validate(await self._rt.ask("elicitation/create", params, key))
 
     async def sample(
         self,
@@ -157,6 +167,7 @@ class Context:
         *,
         max_tokens: int = 512,
         system_prompt: str | None = None,
+        key: str | None = None,
         **extra: Any,
     ) -> types.CreateMessageResult:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
@@ -169,9 +180,47 @@ class Context:
         }
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        return types.CreateMessageResult.model_validate(await self._rt.ask("sampling/createMessage", params))
+        return types.CreateMessageResult.model_validate(await self._rt.ask("sampling/createMessage", params, key))
 
-    async def list_roots(self) -> list[types.Root]:
+    async def list_roots(self, *, key: str | None = None) -> list[types.Root]:
         """The client's roots (``roots/list``)."""
-        answer = await self._rt.ask("roots/list", {})
+        answer = await self._rt.ask("roots/list", {}, key)
         return types.ListRootsResult.model_validate(answer).roots
+
+    async def gather(self, *asks: Awaitable[T]) -> list[T]:
+        """Ask several things at once: ``await ctx.gather(ctx.elicit(...), ctx.list_roots())``.
+
+        In the handshake era the requests go out one after the other. In the
+        stateless era every unanswered question goes into one ``input_required``
+        result, so the client answers them all in a single round trip.
+        """
+        from .server import InputRequired
+
+        results: list[Any] = []
+        missing: InputRequired | None = None
+        pending = list(asks)
+        try:
+            while pending:
+                try:
+                    results.append(await pending.pop(0))
+                except InputRequired as need:
+                    missing = need if missing is None else missing.merge(need)
+        finally:
+            for ask in pending:  # an error ended the loop: don't leave coroutines unawaited
+                close = getattr(ask, "close", None)
+                if close is not None:
+                    close()
+        if missing is not None:
+            raise missing
+        return results
+
+    # -- the response stream -------------------------------------------------------
+    async def close_stream(self) -> None:
+        """End the request's SSE response early; the client polls for the rest (SEP-1699).
+
+        The handler keeps running. What it sends afterwards (including the result)
+        is kept in the event store, and the client receives it by reconnecting
+        with ``Last-Event-ID`` after the ``retry`` interval. Only handshake-era
+        HTTP requests can do this; elsewhere it does nothing.
+        """
+        await self._rt.close_stream()

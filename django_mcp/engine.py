@@ -14,12 +14,14 @@ import logging
 import secrets
 from typing import Any, Protocol
 
+import mcp_types
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     LOG_LEVEL_META_KEY,
     SERVER_INFO_META_KEY,
 )
+from pydantic import ValidationError
 
 from .conf import mcp_settings
 from .context import LOG_LEVELS
@@ -40,10 +42,17 @@ _ids = itertools.count(1)
 _PROCESS = secrets.token_hex(3)
 _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _CAPABILITY_FOR = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+_ANSWER_TYPES: dict[str, type[Any]] = {
+    "elicitation/create": mcp_types.ElicitResult,
+    "sampling/createMessage": mcp_types.CreateMessageResult,
+    "roots/list": mcp_types.ListRootsResult,
+}
 
 
 class Outlet(Protocol):
     async def send(self, message: dict[str, Any]) -> None: ...
+
+    # Optional: ``async def close(self) -> None`` ends the response early (SSE polling).
 
 
 class Exchange:
@@ -83,7 +92,8 @@ class Exchange:
             self.client_capabilities = session.client_capabilities
             self.log_level = session.log_level
         self._asked = 0
-        self.answers: dict[str, Any] = {}
+        self.answers: dict[str, Any] = {}  # stateless: every answer the client sent (state + inputResponses)
+        self.used: dict[str, Any] = {}  # stateless: the answers this run consumed, carried to the next round
 
     # -- Runtime protocol -----------------------------------------------------------
     def allowed(self, scopes: list[str]) -> bool:
@@ -106,7 +116,7 @@ class Exchange:
             return
         await self.outlet.send(jsonrpc.notification_message(method, shape_for(method, self.revision, params)))
 
-    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def ask(self, method: str, params: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """A server->client request: sent on the stream (handshake) or as input_required (stateless)."""
         capability = _CAPABILITY_FOR.get(method)
         if capability and capability not in self.client_capabilities:
@@ -116,12 +126,36 @@ class Exchange:
                 code=jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY if self.stateless else jsonrpc.INVALID_REQUEST,
             )
         if self.stateless:
-            key = f"{method.split('/')[0]}-{self._asked}"
+            if key is None:
+                key = f"{method.split('/')[0]}-{self._asked}"
             self._asked += 1
             if key in self.answers:
-                return self.answers[key]  # type: ignore[no-any-return]
-            raise InputRequired(key, method, params, self.answers)
+                answer = self._check_answer(method, key, self.answers[key])
+                self.used[key] = answer
+                return answer
+            raise InputRequired(key, method, params, self.used)
         return await engine.client_request(self, method, shape_for(method, self.revision, params))
+
+    def _check_answer(self, method: str, key: str, answer: Any) -> dict[str, Any]:
+        """An ``inputResponses`` entry must be the result type of the request it answers (else -32602)."""
+        model = _ANSWER_TYPES.get(method)
+        if not isinstance(answer, dict):
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, f"Invalid inputResponses[{key!r}]: expected an object")
+        if model is not None:
+            try:
+                model.model_validate(answer)
+            except ValidationError as exc:
+                raise ProtocolError(
+                    jsonrpc.INVALID_PARAMS,
+                    f"Invalid inputResponses[{key!r}] for {method}",
+                    {"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors(include_url=False)[:20]]},
+                ) from None
+        return answer
+
+    async def close_stream(self) -> None:
+        close = getattr(self.outlet, "close", None)
+        if close is not None and not self.stateless:
+            await close()
 
     async def set_log_level(self, level: str) -> None:
         if self.session is not None:
@@ -172,6 +206,9 @@ class Engine:
         except InputRequired as need:
             return jsonrpc.result_message(request.id, self._stamp(server, self._input_required(ex, need)))
         except ProtocolError as exc:
+            if ex.stateless and exc.code == jsonrpc.RESOURCE_NOT_FOUND:
+                # 2026-07-28 retired -32002: an unknown resource is invalid params (SEP-2164).
+                exc = ProtocolError(jsonrpc.INVALID_PARAMS, exc.message, exc.data)
             return jsonrpc.error_message(request.id, exc)
         except (asyncio.CancelledError, RequestCancelled):
             if ex.cancelled.is_set():
@@ -207,23 +244,27 @@ class Engine:
         return str(getattr(ex.user, "pk", None) or "")
 
     def _load_answers(self, ex: Exchange) -> None:
+        """Answers of earlier rounds (signed ``requestState``) plus this round's ``inputResponses``.
+
+        Responses without a state are accepted (the client may answer before being
+        asked); keys nobody asks for are ignored, and only consumed answers are
+        carried into the next round's state.
+        """
         state = ex.params.get("requestState")
-        responses = ex.params.get("inputResponses") or {}
+        responses = ex.params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "inputResponses must be an object")
         answers: dict[str, Any] = {}
         if state is not None:
+            if not isinstance(state, str):
+                raise ProtocolError(jsonrpc.INVALID_PARAMS, "requestState must be a string")
             answers = load_state(state, ex.method, ex.params, self._user_key(ex))
-        elif responses:
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "inputResponses without requestState")
-        answers.update(responses)
+        answers.update(responses or {})
         ex.answers = answers
 
     def _input_required(self, ex: Exchange, need: InputRequired) -> dict[str, Any]:
-        state = sign_state(ex.method, ex.params, self._user_key(ex), need.answers)
-        return {
-            "resultType": "input_required",
-            "inputRequests": {need.key: {"method": need.method, "params": need.params}},
-            "requestState": state,
-        }
+        state = sign_state(ex.method, ex.params, self._user_key(ex), ex.used)
+        return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state}
 
     # -- cancellation ---------------------------------------------------------------
     async def cancel(self, session_id: str, request_id: Any) -> None:

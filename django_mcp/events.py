@@ -53,6 +53,10 @@ class EventStore:
         entry["done"] = entry["done"] or done
         cache.set(key, entry, mcp_settings.EVENT_STORE_TTL)
 
+    def open_sync(self, session: str, stream: str) -> None:
+        """Make a stream known (no events yet), so a client can resume it from its priming event."""
+        self._cache().add(_key(session, stream), {"events": [], "done": False}, mcp_settings.EVENT_STORE_TTL)
+
     def replay_sync(self, session: str, stream: str, after: int) -> tuple[list[tuple[int, bytes]], bool] | None:
         """Events after ``after`` and whether the stream has ended; None for an unknown stream."""
         entry = self._cache().get(_key(session, stream))
@@ -73,6 +77,12 @@ class EventStore:
             self.append_sync(session, stream, seq, data, done)
         else:
             await sync_to_async(self.append_sync, thread_sensitive=False)(session, stream, seq, data, done)
+
+    async def open(self, session: str, stream: str) -> None:
+        if _is_local_cache():
+            self.open_sync(session, stream)
+        else:
+            await sync_to_async(self.open_sync, thread_sensitive=False)(session, stream)
 
     async def replay(self, session: str, stream: str, after: int) -> tuple[list[tuple[int, bytes]], bool] | None:
         if _is_local_cache():

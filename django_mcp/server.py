@@ -38,11 +38,21 @@ CACHEABLE = frozenset(
 
 
 class InputRequired(Exception):
-    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry."""
+    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry.
+
+    ``requests`` maps each unanswered question's key to its ``{method, params}``;
+    ``Context.gather`` merges several into one ``input_required`` result.
+    """
 
     def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
         super().__init__(method)
         self.key, self.method, self.params, self.answers = key, method, params, answers
+        self.requests: dict[str, dict[str, Any]] = {key: {"method": method, "params": params}}
+
+    def merge(self, other: InputRequired) -> InputRequired:
+        self.requests.update(other.requests)
+        self.answers = {**self.answers, **other.answers}
+        return self
 
 
 def _name(fn: Callable[..., Any]) -> str:

@@ -79,9 +79,24 @@ class ResponseStream:
             headers.append((b"mcp-session-id", self.session_id.encode()))
             self.stream_id = new_stream_id()
         await self.consumer.send_headers(status=200, headers=headers)
-        if self.stream_id is not None:
+        if self.stream_id is not None and self.session_id is not None:
             # A priming event with an id and no data lets the client resume even before the first message.
+            await events.open(self.session_id, self.stream_id)
             await self.consumer.safe_body(f"id: {event_id(self.stream_id, 0)}\ndata: \n\n".encode(), more=True)
+
+    async def close(self) -> None:
+        """End the HTTP response now, with a ``retry`` hint; the client resumes with ``Last-Event-ID``.
+
+        Later events still go to the event store and to any resumed stream (SEP-1699 polling).
+        Without a session there is nothing to resume, so the stream stays open.
+        """
+        async with self._lock:
+            if self.session_id is None or not self.consumer.connected:
+                return
+            if not self.started:
+                await self.start()
+            await self.consumer.safe_body(f"retry: {mcp_settings.SSE_RETRY_MS}\n\n".encode())
+            self.consumer.connected = False
 
     async def send(self, message: dict[str, Any], final: bool = False) -> None:
         async with self._lock:
