@@ -43,7 +43,7 @@ def status_for(response: dict[str, Any]) -> int:
 
 def looks_stateless(payload: Any, consumer: MCPConsumer) -> bool:
     """No version header: modern only if the body carries the modern envelope and no session."""
-    if consumer.header("mcp-session-id") is not None or not isinstance(payload, dict):
+    if consumer.header(b"mcp-session-id") is not None or not isinstance(payload, dict):
         return False
     meta = (payload.get("params") or {}).get("_meta") if isinstance(payload.get("params"), dict) else None
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
