@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "site",
-    "MCPServer",
     "Context",
-    "ToolError",
     "MCPError",
+    "MCPServer",
     "Message",
-    "user",
-    "assistant",
+    "ToolError",
     "__version__",
+    "assistant",
+    "site",
+    "user",
 ]
 
 if TYPE_CHECKING:

@@ -10,7 +10,9 @@ class DjangoMCPConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
-        from . import site
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            site,
+        )
 
         autodiscover_modules("mcp", register_to=site)

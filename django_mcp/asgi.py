@@ -38,5 +38,5 @@ def get_asgi_application(extra_patterns: list[Any] | None = None) -> Any:
     django_app = django_asgi()
     from channels.routing import ProtocolTypeRouter, URLRouter
 
-    routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]
+    routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]  # type: ignore[arg-type]  # an ASGI app, routed by channels
     return ProtocolTypeRouter({"http": URLRouter(routes)})

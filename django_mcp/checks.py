@@ -35,11 +35,12 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         )
     asgi = getattr(settings, "ASGI_APPLICATION", None)
     if not asgi:
+        # A warning, not an error: a project may serve MCP over stdio only (manage.py mcp_stdio).
         errors.append(
-            Error(
-                "ASGI_APPLICATION is not set, so nothing serves the MCP endpoint.",
+            Warning(
+                "ASGI_APPLICATION is not set, so nothing serves the MCP endpoint over HTTP (stdio still works).",
                 hint="Point ASGI_APPLICATION at a module using django_mcp.asgi.get_asgi_application().",
-                id="django_mcp.E004",
+                id="django_mcp.W002",
             )
         )
     else:
@@ -62,7 +63,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         )
     cache_alias = user.get("EVENT_STORE_CACHE", DEFAULTS["EVENT_STORE_CACHE"])
     if cache_alias not in settings.CACHES:
-        errors.append(Error(f"DJANGO_MCP['EVENT_STORE_CACHE'] names an unknown cache {cache_alias!r}.", id="django_mcp.E008"))
+        errors.append(
+            Error(f"DJANGO_MCP['EVENT_STORE_CACHE'] names an unknown cache {cache_alias!r}.", id="django_mcp.E008")
+        )
     return errors
 
 

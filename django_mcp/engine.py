@@ -105,7 +105,7 @@ class Exchange:
             # Stateless: no level in _meta means no logs. Handshake: no setLevel means the server decides.
             return not self.stateless
         try:
-            return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)  # type: ignore[arg-type]
+            return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
         except ValueError:
             return False
 
@@ -134,6 +134,9 @@ class Exchange:
                 self.used[key] = answer
                 return answer
             raise InputRequired(key, method, params, self.used)
+        if self.session is not None and not await store.is_initialized(self.session):
+            # The lifecycle spec: no server requests before the client's notifications/initialized.
+            raise MCPError(f"Cannot send {method} before notifications/initialized", code=jsonrpc.INVALID_REQUEST)
         return await engine.client_request(self, method, shape_for(method, self.revision, params))
 
     def _check_answer(self, method: str, key: str, answer: Any) -> dict[str, Any]:
@@ -177,6 +180,8 @@ class Engine:
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.inflight: dict[tuple[str, str | int], tuple[asyncio.Task[Any], Exchange]] = {}
         self._listening: dict[str, int] = {}
+        self.running: dict[asyncio.Task[Any], Exchange] = {}
+        self._background: set[asyncio.Task[Any]] = set()
 
     # -- requests -------------------------------------------------------------------
     async def handle_request(
@@ -190,9 +195,10 @@ class Engine:
     ) -> dict[str, Any] | None:
         ex = Exchange(server, request, revision, session, user, outlet)
         key = (session.id, request.id) if session else None
-        if key is not None:
-            task = asyncio.current_task()
-            if task is not None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.running[task] = ex
+            if key is not None:
                 self.inflight[key] = (task, ex)
         try:
             validate_request(request.method, revision, request.params)
@@ -218,6 +224,8 @@ class Engine:
             logger.exception("MCP request %s failed", request.method)
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
         finally:
+            if task is not None:
+                self.running.pop(task, None)
             if key is not None:
                 self.inflight.pop(key, None)
 
@@ -270,13 +278,9 @@ class Engine:
     async def cancel(self, session_id: str, request_id: Any) -> None:
         running = self.inflight.get((session_id, request_id))
         if running is not None:
-            self._cancel_task(*running)
+            self.cancel_task(running[0])
         else:
-            await hub.publish(session_group(session_id), {"kind": "cancel", "id": request_id})
-
-    def _cancel_task(self, task: asyncio.Task[Any], ex: Exchange) -> None:
-        ex.cancelled.set()
-        task.cancel()
+            await hub.publish(session_group(session_id), {"kind": "cancel", "id": request_id, "session": session_id})
 
     # -- server -> client requests (handshake era) ------------------------------------
     async def client_request(self, ex: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -292,11 +296,9 @@ class Engine:
                 answer = await asyncio.wait_for(future, mcp_settings.CLIENT_REQUEST_TIMEOUT)
             except asyncio.TimeoutError:
                 await ex.outlet.send(
-                    jsonrpc.notification_message(
-                        "notifications/cancelled", {"requestId": rid, "reason": "timed out"}
-                    )
+                    jsonrpc.notification_message("notifications/cancelled", {"requestId": rid, "reason": "timed out"})
                 )
-                raise MCPError(f"The client did not answer {method} in time", code=jsonrpc.wire.REQUEST_TIMEOUT)
+                raise MCPError(f"The client did not answer {method} in time", code=jsonrpc.REQUEST_TIMEOUT) from None
         finally:
             self.pending.pop(rid, None)
             await self._unlisten(ex.session_id)
@@ -305,7 +307,7 @@ class Engine:
             raise MCPError(str(err.get("message", "Client error")), err.get("data"), code=int(err.get("code", -32603)))
         result = answer.get("result") or {}
         validate_client_result(method, ex.revision, result)
-        return result  # type: ignore[no-any-return]
+        return result
 
     async def deliver_response(self, session_id: str, response: jsonrpc.Response) -> None:
         """A client's answer arrived on some worker: resolve the waiter here or publish it."""
@@ -326,9 +328,9 @@ class Engine:
             if future is not None and not future.done():
                 future.set_result({"result": payload.get("result"), "error": payload.get("error")})
         elif kind == "cancel":
-            for (_sid, rid), running in list(self.inflight.items()):
-                if rid == payload.get("id"):
-                    self._cancel_task(*running)
+            running = self.inflight.get((str(payload.get("session", "")), payload.get("id", "")))
+            if running is not None:
+                self.cancel_task(running[0])
 
     async def _listen(self, session_id: str) -> None:
         n = self._listening.get(session_id, 0)
@@ -344,6 +346,19 @@ class Engine:
         else:
             self._listening[session_id] = n
 
+    def _spawn(self, loop: asyncio.AbstractEventLoop, coro: Any) -> None:
+        """Run a bookkeeping coroutine in the background, keeping a reference until it is done."""
+        t = loop.create_task(coro)
+        self._background.add(t)
+        t.add_done_callback(self._background.discard)
+
+    def cancel_task(self, task: asyncio.Task[Any]) -> None:
+        """Cancel a running request: its ``Context.cancelled`` turns true, then the task is cancelled."""
+        ex = self.running.get(task)
+        if ex is not None:
+            ex.cancelled.set()
+        task.cancel()
+
     def track(self, task: asyncio.Task[Any], session_id: str | None) -> None:
         """Make a long-running request cancellable from another worker (joins lazily)."""
         if session_id is None:
@@ -353,8 +368,8 @@ class Engine:
         def join() -> None:
             if task.done():
                 return
-            loop.create_task(self._listen(session_id))
-            task.add_done_callback(lambda _t: loop.create_task(self._unlisten(session_id)))
+            self._spawn(loop, self._listen(session_id))
+            task.add_done_callback(lambda _t: self._spawn(loop, self._unlisten(session_id)))
 
         handle = loop.call_later(0.05, join)
         task.add_done_callback(lambda _t: handle.cancel())

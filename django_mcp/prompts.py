@@ -15,8 +15,8 @@ from typing import Any
 import mcp_types as types
 
 from .content import CONTENT_TYPES, Role, dump
-from .resources import Completer, _ctx_param, _runner
 from .context import Context
+from .resources import Completer, _ctx_param, _runner
 
 
 @dataclass

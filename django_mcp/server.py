@@ -84,10 +84,13 @@ class MCPServer:
     # -- identity ------------------------------------------------------------------
     @property
     def name(self) -> str:
-        return self._name or mcp_settings.SERVER_NAME  # type: ignore[no-any-return]
+        return self._name or mcp_settings.SERVER_NAME
 
     def server_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"name": self.name, "version": self._version or mcp_settings.SERVER_VERSION or __version__}
+        info: dict[str, Any] = {
+            "name": self.name,
+            "version": self._version or mcp_settings.SERVER_VERSION or __version__,
+        }
         if mcp_settings.SERVER_TITLE:
             info["title"] = mcp_settings.SERVER_TITLE
         return info
@@ -333,12 +336,15 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
         details = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors(include_url=False)
         )
-        return {"content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}], "isError": True}
+        return {
+            "content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}],
+            "isError": True,
+        }
     try:
         value = await tool.run(kwargs, Context(ex))
     except (InputRequired, ProtocolError):
         raise
-    except BaseException as exc:  # noqa: BLE001 - user code; mapped to an isError result
+    except BaseException as exc:
         if not isinstance(exc, Exception):
             raise
         result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
@@ -461,4 +467,4 @@ DEFAULT_HANDLERS: dict[str, Handler] = {
     "completion/complete": _complete,
 }
 
-__all__ = ["MCPServer", "InputRequired", "CACHEABLE", "HANDSHAKE_REVISIONS", "STATELESS_REVISIONS", "INVALID_PARAMS"]
+__all__ = ["CACHEABLE", "HANDSHAKE_REVISIONS", "INVALID_PARAMS", "STATELESS_REVISIONS", "InputRequired", "MCPServer"]

@@ -26,16 +26,16 @@ class SessionState:
     """What a worker knows about a session. Kept small: thousands may sit idle."""
 
     __slots__ = (
-        "id",
-        "revision",
-        "client_info",
-        "client_capabilities",
-        "user_id",
-        "log_level",
-        "subscriptions",
-        "initialized",
         "checked",
+        "client_capabilities",
+        "client_info",
+        "id",
+        "initialized",
+        "log_level",
+        "revision",
         "seen",
+        "subscriptions",
+        "user_id",
     )
 
     def __init__(
@@ -142,7 +142,7 @@ class SessionStore:
         updated = await MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).aupdate(
             last_seen=now
         )
-        return updated == 1
+        return bool(updated == 1)
 
     async def _load(self, sid: str) -> SessionState | None:
         from .models import MCPSession
@@ -171,6 +171,14 @@ class SessionStore:
         self._local[state.id] = state
         await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
 
+    async def is_initialized(self, state: SessionState) -> bool:
+        """Whether the client sent notifications/initialized (asks the database if another worker got it)."""
+        if not state.initialized:
+            from .models import MCPSession
+
+            state.initialized = await MCPSession.objects.filter(id=state.id, initialized=True).aexists()
+        return state.initialized
+
     def peek(self, sid: str) -> SessionState | None:
         """This worker's current view of a session, without any I/O."""
         return self._local.get(sid)
@@ -181,7 +189,7 @@ class SessionStore:
         updated = await MCPSession.objects.filter(id=sid, ended__isnull=True).aupdate(ended=timezone.now())
         self._local.pop(sid, None)
         await announce_end(sid)
-        return updated == 1
+        return bool(updated == 1)
 
     def forget(self, sid: str) -> None:
         self._local.pop(sid, None)
@@ -207,7 +215,7 @@ def end_sessions_sync(ids: list[str]) -> int:
     n = MCPSession.objects.filter(id__in=ids, ended__isnull=True).update(ended=timezone.now())
     for sid in ids:
         async_to_sync(announce_end)(sid)
-    return n
+    return int(n)
 
 
 async def expire_idle() -> int:
@@ -215,9 +223,10 @@ async def expire_idle() -> int:
     from .models import MCPSession
 
     idle = timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-    return await sync_to_async(
+    count: int = await sync_to_async(
         lambda: MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle).update(ended=timezone.now())
     )()
+    return count
 
 
 store = SessionStore()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-import types
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 import mcp_types
@@ -94,7 +94,7 @@ def _is_object_schema(schema: dict[str, Any]) -> bool:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         target = schema.get("$defs", {}).get(ref.rsplit("/", 1)[1], {})
-        return target.get("type") == "object"
+        return bool(target.get("type") == "object")
     return False
 
 
@@ -147,7 +147,7 @@ class Tool:
                 finfo = pydantic.Field(default=default)
             fields[pname] = (ann, finfo)
         model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_")) + "Arguments"
-        self.input_model = create_model(  # type: ignore[call-overload]
+        self.input_model = create_model(
             model_name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
         )
         if self.input_schema:
@@ -203,7 +203,7 @@ class Tool:
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what the callable returned into a CallToolResult dict."""
         if isinstance(value, mcp_types.CallToolResult):
-            return value.model_dump(by_alias=True, exclude_none=True, mode="json")  # type: ignore[no-any-return]
+            return value.model_dump(by_alias=True, exclude_none=True, mode="json")
         if self.output_adapter is not None:
             structured = self.output_adapter.dump_python(value, mode="json")
             if self.wrap_output:

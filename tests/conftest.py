@@ -105,7 +105,9 @@ def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **ext
     return env
 
 
-def start_server(env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application") -> LiveServer:
+def start_server(
+    env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application"
+) -> LiveServer:
     if env["MCP_TEST_DB"] == "postgres":
         need_service("PostgreSQL", 5432)
     if env["MCP_TEST_LAYER"] == "redis":

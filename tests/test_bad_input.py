@@ -49,7 +49,11 @@ class Raw:
                 "jsonrpc": "2.0",
                 "id": 0,
                 "method": "initialize",
-                "params": {"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+                "params": {
+                    "protocolVersion": revision,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
             }
         )
         assert r.status_code == 200, r.text
@@ -187,7 +191,9 @@ def test_unknown_tool_and_resource(raw: Raw) -> None:
 
 def test_bad_cursor(raw: Raw) -> None:
     sid = raw.initialize()
-    r = raw.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "garbage!"}}, raw.session_headers(sid))
+    r = raw.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "garbage!"}}, raw.session_headers(sid)
+    )
     assert error_of(r)["code"] == -32602
 
 
@@ -273,7 +279,11 @@ def test_initialize_negotiates(raw: Raw) -> None:
             "jsonrpc": "2.0",
             "id": 0,
             "method": "initialize",
-            "params": {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+            "params": {
+                "protocolVersion": "1999-01-01",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
         }
     )
     assert r.json()["result"]["protocolVersion"] == "2025-11-25"
@@ -305,7 +315,9 @@ def test_cancelled_request_gets_no_response(raw: Raw, mcp_server: LiveServer) ->
     started = time.monotonic()
     t.start()
     time.sleep(0.8)
-    r = raw.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42, "reason": "test"}}, h)
+    r = raw.post(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42, "reason": "test"}}, h
+    )
     assert r.status_code == 202
     t.join(15)
     assert not t.is_alive() and time.monotonic() - started < 10
@@ -407,7 +419,7 @@ def test_stateless_input_required_and_tampering(raw: Raw) -> None:
 
     first = call({}).json()["result"]
     assert first["resultType"] == "input_required"
-    (key, request), = first["inputRequests"].items()
+    ((key, request),) = first["inputRequests"].items()
     assert request["method"] == "elicitation/create"
     answer = {key: {"action": "accept", "content": {"name": "Grace"}}}
     done = call({"inputResponses": answer, "requestState": first["requestState"]}).json()["result"]

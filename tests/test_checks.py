@@ -33,8 +33,8 @@ def test_e003_channels_missing() -> None:
     assert "django_mcp.E003" in ids(INSTALLED_APPS=apps)
 
 
-def test_e004_no_asgi_application() -> None:
-    assert "django_mcp.E004" in ids(ASGI_APPLICATION=None)
+def test_w002_no_asgi_application() -> None:
+    assert "django_mcp.W002" in ids(ASGI_APPLICATION=None)
 
 
 def test_e005_asgi_not_routing_endpoint() -> None:

@@ -20,7 +20,10 @@ def test_known_session_costs_no_query(mcp_server: LiveServer, server_log: Any) -
     before = queries(raw, h)
     for i in range(30):
         assert raw.post({"jsonrpc": "2.0", "id": i, "method": "ping"}, h).status_code == 200
-        r = raw.post({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}, h)
+        r = raw.post(
+            {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}},
+            h,
+        )
         assert r.json()["result"]["content"][0]["text"] == "x"
     after = queries(raw, h)
     assert after - before == 1  # the counter's own increment: no SQL ran for 60 requests

@@ -44,7 +44,11 @@ def test_unanswered_elicitation_times_out(tight: LiveServer) -> None:
             "jsonrpc": "2.0",
             "id": 0,
             "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "x", "version": "1"}},
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
         }
     )
     sid = r.headers["mcp-session-id"]

@@ -26,7 +26,10 @@ def test_classify() -> None:
     assert isinstance(jsonrpc.classify({"jsonrpc": "2.0", "id": 1, "method": "ping"}), jsonrpc.Request)
     assert isinstance(jsonrpc.classify({"jsonrpc": "2.0", "method": "x"}), jsonrpc.Notification)
     assert isinstance(jsonrpc.classify({"jsonrpc": "2.0", "id": "a", "result": {}}), jsonrpc.Response)
-    for bad in ({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1}}, {"jsonrpc": "2.0", "id": 1.5, "method": "x"}):
+    for bad in (
+        {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1}},
+        {"jsonrpc": "2.0", "id": 1.5, "method": "x"},
+    ):
         with pytest.raises(ProtocolError) as exc:
             jsonrpc.classify(bad)
         assert exc.value.code == -32600
@@ -83,10 +86,16 @@ def test_tool_definition_shaped() -> None:
 
 
 def test_validation_gates_methods_by_revision() -> None:
-    validate_request("server/discover", "2026-07-28", {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }})
+    validate_request(
+        "server/discover",
+        "2026-07-28",
+        {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+        },
+    )
     with pytest.raises(ProtocolError) as exc:
         validate_request("server/discover", "2025-11-25", {})
     assert exc.value.code == -32601
@@ -103,8 +112,13 @@ def test_header_value_decoding() -> None:
 
 
 def test_param_headers() -> None:
-    schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
-                                               "n": {"type": "integer", "x-mcp-header": "N"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+        },
+    }
     got = {"mcp-param-region": "eu", "mcp-param-n": "42"}
     headers.check_params(schema, {"region": "eu", "n": 42}, got.get)
     with pytest.raises(ProtocolError):

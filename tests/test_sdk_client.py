@@ -179,7 +179,9 @@ async def test_schemas_and_content(mcp_server: LiveServer, rec: Recorder, mode: 
 
 async def test_completion(mcp_server: LiveServer, rec: Recorder) -> None:
     async with rec.client(mcp_server.url, "legacy") as client:
-        result = await client.complete(types.PromptReference(type="ref/prompt", name="greet"), {"name": "style", "value": "p"})
+        result = await client.complete(
+            types.PromptReference(type="ref/prompt", name="greet"), {"name": "style", "value": "p"}
+        )
         assert result.completion.values == ["pirate"]
         result = await client.complete(
             types.ResourceTemplateReference(type="ref/resource", uri="test://items/{item_id}"),

@@ -42,7 +42,12 @@ def test_session_and_notifications_cross_workers(workers: tuple[LiveServer, Live
     h = a.session_headers(sid)
     # The session is usable on B straight away (loaded from PostgreSQL once).
     assert b.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, h).json()["result"] == {}
-    assert b.post({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "test://static/hello"}}, h).status_code == 200
+    assert (
+        b.post(
+            {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "test://static/hello"}}, h
+        ).status_code
+        == 200
+    )
     stream = SSEReader("GET", a.url, {**h, "accept": "text/event-stream"})
     try:
         time.sleep(0.5)
@@ -74,7 +79,7 @@ def test_elicitation_answer_posted_to_other_worker(workers: tuple[LiveServer, Li
     call = {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}
     stream = SSEReader("POST", a.url, {**h, "accept": ACCEPT, "content-type": "application/json"}, call)
     try:
-        eid, request = stream.next(timeout=10) or (None, None)
+        _eid, request = stream.next(timeout=10) or (None, None)
         assert request["method"] == "elicitation/create"
         answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"name": "Lin"}}}
         assert b.post(answer, h).status_code == 202

@@ -27,7 +27,7 @@ def mismatch(message: str) -> ProtocolError:
 def decode_value(raw: str) -> str:
     """The value a header carries, after OWS trimming and sentinel Base64 decoding."""
     value = raw.strip(" \t")
-    if any(ord(c) < 0x20 and c != "\t" or ord(c) > 0x7E for c in value):
+    if any((ord(c) < 0x20 and c != "\t") or ord(c) > 0x7E for c in value):
         raise mismatch("header value contains invalid characters")
     m = _SENTINEL.match(value)
     if m is None:
@@ -87,9 +87,7 @@ def _as_header_text(value: Any) -> str:
     return str(value)
 
 
-def check_params(
-    schema: dict[str, Any], arguments: dict[str, Any] | None, header: Callable[[str], str | None]
-) -> None:
+def check_params(schema: dict[str, Any], arguments: dict[str, Any] | None, header: Callable[[str], str | None]) -> None:
     """Each ``Mcp-Param-{Name}`` must mirror its argument: present when the value is, equal after decoding."""
     for path, name, typ in header_params(schema):
         value: Any = arguments or {}

@@ -8,7 +8,7 @@ params of each method are validated against ``mcp-types`` in ``validation``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Union
+from typing import Any, Final
 
 import pydantic_core
 from mcp_types import jsonrpc as wire
@@ -22,10 +22,11 @@ HEADER_MISMATCH: Final = wire.HEADER_MISMATCH
 MISSING_REQUIRED_CLIENT_CAPABILITY: Final = wire.MISSING_REQUIRED_CLIENT_CAPABILITY
 UNSUPPORTED_PROTOCOL_VERSION: Final = wire.UNSUPPORTED_PROTOCOL_VERSION
 URL_ELICITATION_REQUIRED: Final = wire.URL_ELICITATION_REQUIRED
+REQUEST_TIMEOUT: Final = wire.REQUEST_TIMEOUT
 #: MCP's "resource not found" (2025-11-25 and earlier).
 RESOURCE_NOT_FOUND: Final = -32002
 
-RequestId = Union[int, str]
+RequestId = int | str
 
 
 class ProtocolError(Exception):
@@ -66,7 +67,7 @@ class Response:
     error: dict[str, Any] | None
 
 
-Message = Union[Request, Notification, Response]
+Message = Request | Notification | Response
 
 
 @dataclass(slots=True)

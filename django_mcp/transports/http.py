@@ -117,7 +117,7 @@ class ResponseStream:
                 )
 
 
-class MCPConsumer(AsyncHttpConsumer):
+class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
     """The MCP endpoint. ``MCPConsumer.as_asgi(server=my_server)`` mounts another server."""
 
     server: MCPServer | None = None
@@ -137,7 +137,7 @@ class MCPConsumer(AsyncHttpConsumer):
         return self.server
 
     # -- ASGI entry -------------------------------------------------------------------
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:  # type: ignore[override]
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         self.scope = scope
         self.base_send = send
         self._receive = receive
@@ -169,7 +169,7 @@ class MCPConsumer(AsyncHttpConsumer):
             return
         try:
             await self.send_body(body, more_body=more)
-        except Exception:  # the connection went away under us
+        except Exception:  # noqa: BLE001 - the connection went away under us, whatever the server raised
             self.connected = False
 
     async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -251,10 +251,14 @@ class MCPConsumer(AsyncHttpConsumer):
     async def handle_post(self) -> None:
         ctype = (self.header(b"content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            raise HTTPError(415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+            raise HTTPError(
+                415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+            )
         if not self.accepts(JSON_CT, SSE_CT):
             raise HTTPError(
-                406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include application/json and text/event-stream"
+                406,
+                jsonrpc.INVALID_REQUEST,
+                "Not Acceptable: Accept must include application/json and text/event-stream",
             )
         body = await self.read_body()
         try:
@@ -277,7 +281,10 @@ class MCPConsumer(AsyncHttpConsumer):
             return
         if sid is None:
             raise HTTPError(
-                400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required", request_id=jsonrpc.id_of(payload)
+                400,
+                jsonrpc.INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+                request_id=jsonrpc.id_of(payload),
             )
         session = await store.get(sid)
         if session is None:
@@ -290,7 +297,9 @@ class MCPConsumer(AsyncHttpConsumer):
             )
         if isinstance(payload, list):
             if session.revision not in BATCH_REVISIONS:
-                raise HTTPError(400, jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {session.revision}")
+                raise HTTPError(
+                    400, jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {session.revision}"
+                )
             if not payload:
                 raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: empty batch")
             await self.handle_batch(payload, session)
@@ -372,13 +381,20 @@ class MCPConsumer(AsyncHttpConsumer):
             return
         server = self.get_server()
         results = await asyncio.gather(
-            *(engine.handle_request(server, r, session.revision, session, self.scope.get("user"), None) for r in requests)
+            *(
+                engine.handle_request(server, r, session.revision, session, self.scope.get("user"), None)
+                for r in requests
+            )
         )
         responses.extend(r for r in results if r is not None)
         await self.json_response(200, responses, [(b"mcp-session-id", session.id.encode())])
 
     async def run_request(
-        self, request: jsonrpc.Request, session: SessionState | None, revision: str | None = None, cancel_on_close: bool = False
+        self,
+        request: jsonrpc.Request,
+        session: SessionState | None,
+        revision: str | None = None,
+        cancel_on_close: bool = False,
     ) -> None:
         """Run one request; answer JSON, or SSE if the handler emitted something first."""
         stream = ResponseStream(self, session.id if session else None)
@@ -390,10 +406,7 @@ class MCPConsumer(AsyncHttpConsumer):
 
         def closed() -> None:
             if cancel_on_close and not task.done():
-                for (_sid, rid), (t, ex) in list(engine.inflight.items()):
-                    if t is task:
-                        ex.cancelled.set()
-                task.cancel()
+                engine.cancel_task(task)
 
         watcher = asyncio.ensure_future(self._watch_disconnect(closed))
         try:
@@ -430,7 +443,9 @@ class MCPConsumer(AsyncHttpConsumer):
         if session is None:
             raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
         if version is not None and version != session.revision:
-            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: MCP-Protocol-Version does not match the session")
+            raise HTTPError(
+                400, jsonrpc.INVALID_REQUEST, "Bad Request: MCP-Protocol-Version does not match the session"
+            )
         last = self.header(b"last-event-id")
         if last:
             await self.resume(session, last)
@@ -484,10 +499,15 @@ class MCPConsumer(AsyncHttpConsumer):
             elif kind == "notify":
                 queue.put_nowait(("message", payload["message"]))
             elif kind == "list_changed":
-                queue.put_nowait(("message", jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed")))
+                queue.put_nowait(
+                    ("message", jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed"))
+                )
             elif kind == "resource_updated" and payload.get("uri") in (store.peek(session.id) or session).subscriptions:
                 queue.put_nowait(
-                    ("message", jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]}))
+                    (
+                        "message",
+                        jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]}),
+                    )
                 )
 
         return on_message
@@ -517,7 +537,7 @@ class MCPConsumer(AsyncHttpConsumer):
             replay = await events.replay(session.id, stream_id, after)
             await self._open_sse(session)
             seq = after
-            for s, data in (replay[0] if replay else []):
+            for s, data in replay[0] if replay else []:
                 await self.safe_body(sse_event(data, event_id(stream_id, s)), more=True)
                 seq = s
             queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -535,7 +555,9 @@ class MCPConsumer(AsyncHttpConsumer):
 
         def on_event(payload: dict[str, Any]) -> None:
             if payload.get("kind") == "event" and payload.get("stream") == stream_id:
-                queue.put_nowait(("raw", (payload["data"].encode(), event_id(stream_id, payload["seq"]), payload["final"])))
+                queue.put_nowait(
+                    ("raw", (payload["data"].encode(), event_id(stream_id, payload["seq"]), payload["final"]))
+                )
             elif payload.get("kind") == "session_ended":
                 queue.put_nowait(None)
 
@@ -580,4 +602,4 @@ class MCPConsumer(AsyncHttpConsumer):
         await self.empty_response(200)
 
 
-__all__ = ["MCPConsumer", "HANDSHAKE_REVISIONS"]
+__all__ = ["HANDSHAKE_REVISIONS", "MCPConsumer"]

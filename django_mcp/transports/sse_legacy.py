@@ -94,7 +94,9 @@ class LegacySSEConsumer(MCPConsumer):
     async def post_message(self) -> None:
         ctype = (self.header(b"content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            raise HTTPError(415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+            raise HTTPError(
+                415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+            )
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("session_id") or query.get("sessionId") or [None])[0]
         if not sid:
@@ -111,6 +113,7 @@ class LegacySSEConsumer(MCPConsumer):
         await self.empty_response(202)
         outlet = SessionOutlet(session.id)
         if isinstance(message, jsonrpc.Request):
+            response: dict[str, Any] | None
             if message.method == "initialize":
                 response = await self.legacy_initialize(message, session)
             else:
@@ -139,7 +142,9 @@ class LegacySSEConsumer(MCPConsumer):
             client_capabilities=session.client_capabilities,
         )
         server = self.get_server()
-        return jsonrpc.result_message(message.id, engine.finalize("initialize", revision, server.initialize_result(revision)))
+        return jsonrpc.result_message(
+            message.id, engine.finalize("initialize", revision, server.initialize_result(revision))
+        )
 
 
-__all__ = ["LegacySSEConsumer", "JSON_CT"]
+__all__ = ["JSON_CT", "LegacySSEConsumer"]

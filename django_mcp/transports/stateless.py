@@ -77,9 +77,7 @@ def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | No
         )
     missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in meta]
     if missing:
-        raise _fail(
-            400, ProtocolError(jsonrpc.INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}"), rid
-        )
+        raise _fail(400, ProtocolError(jsonrpc.INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}"), rid)
     requested = meta[PROTOCOL_VERSION_META_KEY]
     if version is None:
         raise _fail(400, headers.mismatch("MCP-Protocol-Version header is required"), rid)

@@ -7,8 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from django_mcp import Context, ToolError, site
-from django_mcp import content
+from django_mcp import Context, ToolError, content, site
 
 
 class Sum(BaseModel):
