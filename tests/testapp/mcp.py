@@ -155,3 +155,24 @@ def queries() -> int:
     from tests.testapp.apps import QUERIES
 
     return next(QUERIES)
+
+
+@site.tool
+async def survey(ctx: Context) -> dict[str, str]:
+    """Asks two questions; in the stateless era both go out in one input_required round trip."""
+
+    class Colour(BaseModel):
+        colour: str
+
+    answer, roots_list = await ctx.gather(ctx.elicit("Favourite colour?", Colour, key="colour"), ctx.list_roots())
+    return {"colour": str((answer.content or {}).get("colour")), "roots": ",".join(str(r.uri) for r in roots_list)}
+
+
+@site.tool
+async def polled(ctx: Context) -> str:
+    """Closes its SSE stream early; the rest is fetched by reconnecting with Last-Event-ID."""
+    await ctx.report_progress(1, 2)
+    await ctx.close_stream()
+    await asyncio.sleep(0.3)
+    await ctx.report_progress(2, 2)
+    return "polled result"
