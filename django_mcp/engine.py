@@ -75,6 +75,10 @@ class Exchange:
         self.revision = revision
         self.session = session
         self.session_id = session.id if session else None
+        if user is None:
+            from django.contrib.auth.models import AnonymousUser
+
+            user = AnonymousUser()
         self.user = user
         self.outlet = outlet
         self.cancelled = asyncio.Event()

@@ -188,3 +188,10 @@ async def test_completion(mcp_server: LiveServer, rec: Recorder) -> None:
             {"name": "item_id", "value": "1"},
         )
         assert result.completion.values == ["1", "10"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_context_user_is_anonymous_without_auth(mcp_server: LiveServer, rec: Recorder, mode: str) -> None:
+    async with rec.client(mcp_server.url, mode) as client:
+        result = await client.call_tool("whoami", {})
+        assert result.content[0].text == "AnonymousUser authenticated=False"  # type: ignore[union-attr]

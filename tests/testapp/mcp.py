@@ -176,3 +176,9 @@ async def polled(ctx: Context) -> str:
     await asyncio.sleep(0.3)
     await ctx.report_progress(2, 2)
     return "polled result"
+
+
+@site.tool
+def whoami(ctx: Context) -> str:
+    """The caller as the tool sees it."""
+    return f"{ctx.user!s} authenticated={ctx.user.is_authenticated}"
