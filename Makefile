@@ -53,7 +53,7 @@ unit: venv node
 	$(BIN)/pytest -p no:cacheprovider
 
 pg-redis: venv node
-	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider -m "not conformance"
+	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider
 
 test: venv node lint typecheck migrations-check unit pg-redis
 
