@@ -31,7 +31,7 @@ from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
 from .protocol.shaping import shape_for
 from .protocol.validation import validate_client_result, validate_request, validate_server_result
-from .protocol.versions import at_least, is_stateless
+from .protocol.versions import at_least, is_stateless, negotiate
 from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
@@ -177,6 +177,14 @@ class Exchange:
             return
         subs.add(uri) if on else subs.discard(uri)
         await store.update(self.session, subscriptions=sorted(subs))
+
+
+def negotiate_initialize(request: jsonrpc.Request) -> tuple[str, dict[str, Any]]:
+    """The revision an ``initialize`` gets and its params; raises -32602 for a malformed one."""
+    params = request.params or {}
+    revision = negotiate(params.get("protocolVersion"))
+    validate_request("initialize", revision, request.params)
+    return revision, params
 
 
 class Engine:

@@ -22,7 +22,7 @@ from typing import Any
 from channels.generic.http import AsyncHttpConsumer
 
 from ..conf import mcp_settings
-from ..engine import engine
+from ..engine import engine, negotiate_initialize
 from ..events import event_id, events, new_stream_id, parse_event_id
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
@@ -31,7 +31,6 @@ from ..protocol.versions import (
     BATCH_REVISIONS,
     HANDSHAKE_REVISIONS,
     STATELESS_REVISIONS,
-    negotiate,
 )
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
@@ -341,12 +340,8 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         except ProtocolError as exc:
             raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
         assert isinstance(message, jsonrpc.Request)
-        params = message.params or {}
-        revision = negotiate(params.get("protocolVersion"))
-        from ..protocol.validation import validate_request
-
         try:
-            validate_request("initialize", revision, message.params)
+            revision, params = negotiate_initialize(message)
         except ProtocolError as exc:
             await self.json_response(400, jsonrpc.error_message(message.id, exc))
             return

@@ -13,11 +13,9 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
-from ..engine import engine
+from ..engine import engine, negotiate_initialize
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
-from ..protocol.validation import validate_request
-from ..protocol.versions import negotiate
 from ..routing import BROADCAST, hub, session_group
 from ..sessions import SessionState, store
 from .http import JSON_CT, SSE_CT, HTTPError, MCPConsumer, sse_event
@@ -126,10 +124,8 @@ class LegacySSEConsumer(MCPConsumer):
             await self.absorb(message, session)
 
     async def legacy_initialize(self, message: jsonrpc.Request, session: SessionState) -> dict[str, Any]:
-        params = message.params or {}
-        revision = negotiate(params.get("protocolVersion"))
         try:
-            validate_request("initialize", revision, message.params)
+            revision, params = negotiate_initialize(message)
         except ProtocolError as exc:
             return jsonrpc.error_message(message.id, exc)
         session.revision = revision

@@ -20,11 +20,11 @@ from ..protocol.jsonrpc import ProtocolError
 from ..protocol.validation import validate_request
 from ..protocol.versions import STATELESS_REVISIONS
 from ..routing import BROADCAST, hub
+from ..subscriptions import ListenFilter
 
 if TYPE_CHECKING:
     from .http import MCPConsumer
 
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 STATUS = {
     jsonrpc.INVALID_PARAMS: 400,
     jsonrpc.INVALID_REQUEST: 400,
@@ -152,31 +152,13 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request) -> None:
 
     if not consumer.accepts(SSE_CT):
         raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: subscriptions/listen needs text/event-stream")
-    wanted = (request.params or {}).get("notifications") or {}
-    server = consumer.get_server()
-    honoured: dict[str, Any] = {}
-    for flag in ("toolsListChanged", "promptsListChanged", "resourcesListChanged"):
-        if wanted.get(flag) is True:
-            honoured[flag] = True
-    uris = [u for u in wanted.get("resourceSubscriptions") or [] if isinstance(u, str)]
-    if uris:
-        honoured["resourceSubscriptions"] = uris
-    sub_meta = {SUBSCRIPTION_ID: request.id}
+    listen_filter = ListenFilter(request)
     queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-    flag_for = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
 
     def on_broadcast(payload: dict[str, Any]) -> None:
-        kind = payload.get("kind")
-        if kind == "list_changed" and honoured.get(flag_for.get(payload.get("list", ""), "")):
-            queue.put_nowait(
-                jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed", {"_meta": sub_meta})
-            )
-        elif kind == "resource_updated" and payload.get("uri") in uris:
-            queue.put_nowait(
-                jsonrpc.notification_message(
-                    "notifications/resources/updated", {"uri": payload["uri"], "_meta": sub_meta}
-                )
-            )
+        message = listen_filter.notification_for(payload)
+        if message is not None:
+            queue.put_nowait(message)
 
     await hub.join(BROADCAST, on_broadcast)
     try:
@@ -184,10 +166,7 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request) -> None:
             status=200,
             headers=[(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")],
         )
-        ack = jsonrpc.notification_message(
-            "notifications/subscriptions/acknowledged", {"_meta": sub_meta, "notifications": honoured}
-        )
-        await consumer.safe_body(sse_event(jsonrpc.dumps(ack)), more=True)
+        await consumer.safe_body(sse_event(jsonrpc.dumps(listen_filter.acknowledgement())), more=True)
         watcher = asyncio.ensure_future(consumer._watch_disconnect(lambda: queue.put_nowait(None)))
         try:
             while consumer.connected:
@@ -201,7 +180,6 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request) -> None:
                 await consumer.safe_body(sse_event(jsonrpc.dumps(item)), more=True)
         finally:
             watcher.cancel()
-        del server
     finally:
         await hub.leave(BROADCAST, on_broadcast)
         await consumer.safe_body(b"")

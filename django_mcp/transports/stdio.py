@@ -33,15 +33,15 @@ from typing import Any
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from ..conf import mcp_settings
-from ..engine import engine
+from ..engine import engine, negotiate_initialize
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.validation import validate_notification, validate_request
-from ..protocol.versions import BATCH_REVISIONS, LATEST_HANDSHAKE, STATELESS_REVISIONS, negotiate
+from ..protocol.versions import BATCH_REVISIONS, LATEST_HANDSHAKE, STATELESS_REVISIONS
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
-from .stateless import SUBSCRIPTION_ID
+from ..subscriptions import ListenFilter
 
 logger = logging.getLogger("django_mcp")
 
@@ -373,10 +373,8 @@ class StdioTransport:
     async def _initialize(self, request: jsonrpc.Request) -> dict[str, Any]:
         if self.session is not None:
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INVALID_REQUEST, "Already initialized"))
-        params = request.params or {}
-        revision = negotiate(params.get("protocolVersion"))
         try:
-            validate_request("initialize", revision, request.params)
+            revision, params = negotiate_initialize(request)
         except ProtocolError as exc:
             return jsonrpc.error_message(request.id, exc)
         try:
@@ -473,34 +471,18 @@ class StdioTransport:
 
     async def _listen(self, request: jsonrpc.Request, outlet: _Outlet) -> None:
         """2026-07-28 ``subscriptions/listen``: acknowledge, then forward opted-in changes until cancelled."""
-        wanted = (request.params or {}).get("notifications") or {}
-        flags = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
-        honoured: dict[str, Any] = {f: True for f in flags if wanted.get(f) is True}
-        uris = [u for u in wanted.get("resourceSubscriptions") or [] if isinstance(u, str)]
-        if uris:
-            honoured["resourceSubscriptions"] = uris
-        sub_meta = {SUBSCRIPTION_ID: request.id}
-        flag_for = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+        listen_filter = ListenFilter(request)
         changes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
         def on_broadcast(payload: dict[str, Any]) -> None:
-            kind = payload.get("kind")
-            if kind == "list_changed" and honoured.get(flag_for.get(payload.get("list", ""), "")):
-                changes.put_nowait(
-                    jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed", {"_meta": sub_meta})
-                )
-            elif kind == "resource_updated" and payload.get("uri") in uris:
-                changes.put_nowait(
-                    jsonrpc.notification_message(
-                        "notifications/resources/updated", {"uri": payload["uri"], "_meta": sub_meta}
-                    )
-                )
+            message = listen_filter.notification_for(payload)
+            if message is not None:
+                changes.put_nowait(message)
 
         outlet.listen_id = request.id
         await hub.join(BROADCAST, on_broadcast)
         try:
-            ack = {"_meta": sub_meta, "notifications": honoured}
-            await outlet.send(jsonrpc.notification_message("notifications/subscriptions/acknowledged", ack))
+            await outlet.send(listen_filter.acknowledgement())
             while True:
                 await outlet.send(await changes.get())
         finally:

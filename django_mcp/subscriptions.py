@@ -1,0 +1,43 @@
+"""2026-07-28 ``subscriptions/listen``: which notifications a listen stream agreed to carry.
+
+Shared by every transport that serves listen streams (HTTP, stdio): the filter
+turns the hub's broadcasts into the notifications the client opted into, each
+stamped with the subscription id, and builds the acknowledgement that opens the
+stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .protocol import jsonrpc
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+_FLAGS = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+
+
+class ListenFilter:
+    def __init__(self, request: jsonrpc.Request) -> None:
+        wanted = (request.params or {}).get("notifications") or {}
+        self.honoured: dict[str, Any] = {f: True for f in _FLAGS.values() if wanted.get(f) is True}
+        self.uris = [u for u in wanted.get("resourceSubscriptions") or [] if isinstance(u, str)]
+        if self.uris:
+            self.honoured["resourceSubscriptions"] = self.uris
+        self.meta = {SUBSCRIPTION_ID: request.id}
+
+    def acknowledgement(self) -> dict[str, Any]:
+        """The first message of the stream: the subset of notifications the server will send."""
+        return jsonrpc.notification_message(
+            "notifications/subscriptions/acknowledged", {"_meta": self.meta, "notifications": self.honoured}
+        )
+
+    def notification_for(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The notification a hub broadcast becomes on this stream, or None if not opted into."""
+        kind = payload.get("kind")
+        if kind == "list_changed" and self.honoured.get(_FLAGS.get(payload.get("list", ""), "")):
+            return jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed", {"_meta": self.meta})
+        if kind == "resource_updated" and payload.get("uri") in self.uris:
+            return jsonrpc.notification_message(
+                "notifications/resources/updated", {"uri": payload["uri"], "_meta": self.meta}
+            )
+        return None
