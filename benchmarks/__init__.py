@@ -1,0 +1,1 @@
+"""Loopback benchmarks: ``python benchmarks/run.py`` (``make bench``)."""

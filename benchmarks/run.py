@@ -1,0 +1,729 @@
+#!/usr/bin/env python
+"""Loopback benchmark of django_mcp against a Channels floor, a Django view and the official SDK.
+
+Every server runs as a subprocess pinned to CPU core 0 (DEBUG off, access logs off);
+``wrk`` runs pinned to core 1 and POSTs JSON-RPC bodies built by ``post.lua``.
+Servers, one at a time:
+
+* ours   ``tests.asgi:application`` with ``benchmarks.settings``, on daphne and on uvicorn
+* floor  ``benchmarks.floor`` (bare ``AsyncHttpConsumer``, fixed result), on daphne and on uvicorn
+* view   ``benchmarks.djangoview`` (Django async view, default middleware), on daphne and on uvicorn
+* sdk    ``benchmarks.sdk_server`` (the SDK's ``MCPServer``), stateless+JSON and stateful+SSE, on uvicorn
+
+Then the new-session rate (wrk POSTing ``initialize``) and memory per idle session
+(server RSS around 5,000 real ``initialize`` exchanges, and tracemalloc in-process).
+
+The table goes to stdout and ``benchmarks/results/latest.md``; a full run (no
+``--quick``/``--only``) also writes ``benchmarks/RESULTS.md``.
+
+Usage: ``python benchmarks/run.py [--duration 10] [--quick] [--only ours,sdk] [--sessions 5000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import payloads as P  # noqa: E402
+
+RESULTS_DIR = HERE / "results"
+LUA = HERE / "post.lua"
+CONNECTIONS = (1, 16, 64)
+SERVER_CORE, LOAD_CORE = "0", "1"
+WARMUP_SECONDS = 1
+TARGET_FLOOR, TARGET_SDK, TARGET_KIB = 0.75, 1.5, 8.0
+
+
+# -- subprocesses -------------------------------------------------------------------------------------
+_RUNNING: list[subprocess.Popen[bytes]] = []
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+    if process in _RUNNING:
+        _RUNNING.remove(process)
+
+
+def _stop_all() -> None:
+    for process in list(_RUNNING):
+        _stop(process)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def pinned(core: str, cmd: list[str]) -> list[str]:
+    return ["taskset", "-c", core, *cmd] if shutil.which("taskset") else cmd
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One server to benchmark."""
+
+    impl: str  # ours | floor | view | sdk-stateless | sdk-stateful
+    server: str  # daphne | uvicorn
+    app: str
+    path: str = "/mcp/"
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.impl} · {self.server}"
+
+
+class Server:
+    def __init__(self, spec: Spec, env: dict[str, str], logdir: Path) -> None:
+        self.spec = spec
+        self.env = {**env, **dict(spec.env)}
+        self.port = free_port()
+        self.log = logdir / f"{spec.impl}-{spec.server}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return self.base + self.spec.path
+
+    def command(self) -> list[str]:
+        py = sys.executable
+        if self.spec.server == "daphne":
+            return [py, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port), self.spec.app]
+        lifespan = "on" if self.spec.impl.startswith("sdk") else "off"
+        return [
+            *(py, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(self.port)),
+            *("--no-access-log", "--log-level", "warning", "--lifespan", lifespan, self.spec.app),
+        ]
+
+    def start(self) -> None:
+        handle = self.log.open("wb")
+        self.process = subprocess.Popen(
+            pinned(SERVER_CORE, self.command()), env=self.env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT
+        )
+        _RUNNING.append(self.process)
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.spec.key} exited early:\n{self.log.read_text()}")
+            if reachable(self.port):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.spec.key} did not start:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+
+    def rss_kib(self) -> int:
+        assert self.process is not None
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def problems(self) -> str:
+        """Tracebacks in the server log, except Django's ``RequestAborted`` when wrk hangs up at the end of a run."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        blocks = re.split(r"\n(?=\S)(?!Traceback|  |django\.core\.exceptions\.RequestAborted)", text)
+        bad = [b for b in blocks if ("Traceback" in b or " 500 " in b) and "RequestAborted" not in b]
+        return "\n".join(bad)[-2000:]
+
+
+# -- cases ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    name: str
+    method: str  # call | list | initialize: what the ratios pair up
+    body: str
+    headers: tuple[tuple[str, str], ...]
+    session: bool = False
+    expect: str = "json"  # json | sse | progress
+    connections: tuple[int, ...] = CONNECTIONS
+    path: str | None = None  # overrides the server's path
+
+
+def _h(headers: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(headers.items())
+
+
+SESSION_H = _h(P.session_headers())
+STATELESS_CALL_H = _h(P.stateless_headers("tools/call", "echo"))
+STATELESS_LIST_H = _h(P.stateless_headers("tools/list"))
+PLAIN_H = _h(P.ACCEPT)
+
+OURS_CASES = (
+    Case("json call", "call", P.CALL, SESSION_H, session=True),
+    Case("json list", "list", P.LIST, SESSION_H, session=True),
+    Case("sse call (progress)", "call", P.PROGRESS_CALL, SESSION_H, session=True, expect="progress"),
+    Case("stateless call", "call", P.STATELESS_CALL, STATELESS_CALL_H),
+    Case("stateless list", "list", P.STATELESS_LIST, STATELESS_LIST_H),
+)
+FLOOR_CASES = (
+    Case("call", "call", P.CALL, PLAIN_H),
+    Case("list", "list", P.LIST, PLAIN_H),
+    Case("stock AsyncHttpConsumer call", "stock", P.CALL, PLAIN_H, connections=(16,), path="/stock/"),
+)
+VIEW_CASES = (Case("call", "call", P.CALL, PLAIN_H), Case("list", "list", P.LIST, PLAIN_H))
+SDK_STATELESS_CASES = (
+    Case("stateless call", "call", P.STATELESS_CALL, STATELESS_CALL_H),
+    Case("stateless list", "list", P.STATELESS_LIST, STATELESS_LIST_H),
+)
+SDK_STATEFUL_CASES = (
+    Case("sse call", "call", P.CALL, SESSION_H, session=True, expect="sse"),
+    Case("sse list", "list", P.LIST, SESSION_H, session=True, expect="sse"),
+    Case("sse call (progress)", "call", P.PROGRESS_CALL, SESSION_H, session=True, expect="progress"),
+)
+INIT_CASE = Case("new sessions (initialize)", "initialize", P.initialize(), PLAIN_H, connections=(16,))
+
+SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
+    (Spec("ours", "daphne", "tests.asgi:application"), (*OURS_CASES, INIT_CASE)),
+    (Spec("ours", "uvicorn", "tests.asgi:application"), (*OURS_CASES, INIT_CASE)),
+    (Spec("floor", "daphne", "benchmarks.floor:application"), FLOOR_CASES),
+    (Spec("floor", "uvicorn", "benchmarks.floor:application"), FLOOR_CASES),
+    (Spec("view", "daphne", "benchmarks.djangoview:application", "/view/"), VIEW_CASES),
+    (Spec("view", "uvicorn", "benchmarks.djangoview:application", "/view/"), VIEW_CASES),
+    (
+        Spec("sdk-stateless", "uvicorn", "benchmarks.sdk_server:app", env=(("SDK_MODE", "stateless"),)),
+        SDK_STATELESS_CASES,
+    ),
+    (
+        Spec("sdk-stateful", "uvicorn", "benchmarks.sdk_server:app", env=(("SDK_MODE", "stateful"),)),
+        (*SDK_STATEFUL_CASES, INIT_CASE),
+    ),
+)
+
+
+@dataclass
+class Row:
+    spec: Spec
+    case: Case
+    connections: int
+    rps: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    requests: int = 0
+    errors: str = ""
+
+
+@dataclass
+class Memory:
+    sessions: int = 0
+    rss_before_kib: int = 0
+    rss_after_kib: int = 0
+    rss_kib_per_session: float = 0.0
+    tracemalloc: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+# -- HTTP helpers -----------------------------------------------------------------------------------------
+def open_session(client: httpx.Client, url: str, request_id: int = 0) -> str:
+    """initialize + notifications/initialized; returns the Mcp-Session-Id."""
+    reply = client.post(url, content=P.initialize(request_id), headers=P.ACCEPT)
+    reply.raise_for_status()
+    sid = str(reply.headers.get("mcp-session-id") or "")
+    if not sid:
+        raise RuntimeError(f"initialize returned no Mcp-Session-Id: {reply.status_code} {reply.text[:300]}")
+    headers = {**P.session_headers(), "Mcp-Session-Id": sid}
+    done = client.post(url, content=P.INITIALIZED, headers=headers)
+    if done.status_code != 202:
+        raise RuntimeError(f"notifications/initialized: {done.status_code} {done.text[:300]}")
+    return sid
+
+
+def check_reply(client: httpx.Client, url: str, case: Case, sid: str | None) -> None:
+    """Send the case's request once and make sure it is answered the way it should be."""
+    headers = dict(case.headers)
+    if sid:
+        headers["Mcp-Session-Id"] = sid
+    reply = client.post(url, content=case.body.replace(P.ID, "0"), headers=headers)
+    ctype = reply.headers.get("content-type", "")
+    want = "application/json" if case.expect == "json" else "text/event-stream"
+    text = reply.text
+    ok = reply.status_code == 200 and ctype.startswith(want) and '"result"' in text and '"error"' not in text
+    if case.expect == "progress":
+        ok = ok and "notifications/progress" in text
+    if not ok:
+        raise RuntimeError(f"unexpected reply: {reply.status_code} {ctype} {text[:400]}")
+
+
+async def _create_sessions(url: str, count: int, concurrency: int = 16) -> None:
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        for i in range(count):
+            queue.put_nowait(i)
+
+        async def worker() -> None:
+            while not queue.empty():
+                i = queue.get_nowait()
+                reply = await client.post(url, content=P.initialize(i), headers=P.ACCEPT)
+                sid = reply.headers["mcp-session-id"]
+                headers = {**P.session_headers(), "Mcp-Session-Id": sid}
+                done = await client.post(url, content=P.INITIALIZED, headers=headers)
+                if done.status_code != 202:
+                    raise RuntimeError(f"notifications/initialized: {done.status_code}")
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+# -- wrk ------------------------------------------------------------------------------------------------------
+def ensure_wrk() -> str:
+    found = shutil.which("wrk")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        raise SystemExit("wrk is not installed (apt-get install -y wrk)")
+    print("wrk not found: apt-get install -y wrk", file=sys.stderr)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+
+    def apt(*args: str) -> int:
+        return subprocess.run(["apt-get", *args], env=env, capture_output=True, check=False).returncode
+
+    if apt("install", "-y", "wrk") != 0:
+        apt("update")
+        apt("install", "-y", "wrk")
+    found = shutil.which("wrk")
+    if not found:
+        raise SystemExit("wrk could not be installed")
+    return found
+
+
+def run_wrk(
+    wrk: str, url: str, case: Case, connections: int, seconds: int, port: int, sid: str | None, raw: Path | None
+) -> dict[str, Any]:
+    headers = [f"{k}: {v}" for k, v in case.headers] + [f"Host: 127.0.0.1:{port}"]
+    env = {**os.environ, "BENCH_BODY": case.body, "BENCH_HEADERS": "\n".join(headers), "MCP_SESSION_ID": sid or ""}
+    cmd = [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "--latency", "-s", str(LUA), url]
+    out = subprocess.run(
+        pinned(LOAD_CORE, cmd), env=env, capture_output=True, text=True, timeout=seconds + 60, check=False
+    )
+    if raw is not None:
+        raw.write_text(out.stdout + out.stderr)
+    match = re.search(r"^BENCH_JSON (\{.*\})$", out.stdout, re.MULTILINE)
+    if out.returncode != 0 or match is None:
+        raise RuntimeError(f"wrk failed ({out.returncode}): {out.stdout[-500:]} {out.stderr[-500:]}")
+    stats: dict[str, Any] = json.loads(match.group(1))
+    return stats
+
+
+# -- the run ------------------------------------------------------------------------------------------------
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.seconds: int = 3 if args.quick and args.duration is None else (args.duration or 10)
+        self.connections: tuple[int, ...] = (16,) if args.quick else CONNECTIONS
+        self.rows: list[Row] = []
+        self.failures: list[str] = []
+        self.memory = Memory()
+        self.tmp = Path(tempfile.mkdtemp(prefix="django-mcp-bench-"))
+        self.logdir = RESULTS_DIR / "logs"
+        self.rawdir = RESULTS_DIR / "raw"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+            "PYTHONPATH": str(ROOT),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "MCP_TEST_DB": "sqlite",
+            "MCP_TEST_LAYER": "memory",
+            "MCP_SQLITE": str(self.tmp / "bench.sqlite3"),
+        }
+        self.wrk = ensure_wrk()
+
+    def log(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    def selected(self, spec: Spec) -> bool:
+        only = [s.strip() for s in (self.args.only or "").split(",") if s.strip()]
+        return not only or any(o in (spec.impl, spec.server, spec.key, spec.impl.split("-")[0]) for o in only)
+
+    def migrate(self) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=self.env, cwd=ROOT, check=True
+        )
+
+    def run(self) -> None:
+        for d in (self.logdir, self.rawdir):
+            d.mkdir(parents=True, exist_ok=True)
+        self.migrate()
+        for spec, cases in SPECS:
+            if self.selected(spec):
+                self.bench_server(spec, cases)
+        if self.selected(Spec("ours", "daphne", "")) and not self.args.skip_memory:
+            self.measure_memory()
+
+    def bench_server(self, spec: Spec, cases: tuple[Case, ...]) -> None:
+        server = Server(spec, self.env, self.logdir)
+        self.log(f"== {spec.key} ({spec.app})")
+        try:
+            server.start()
+            with httpx.Client(timeout=10) as client:
+                for case in cases:
+                    self.bench_case(server, client, case)
+        except Exception as exc:  # noqa: BLE001 - record and go on with the next server
+            self.failures.append(f"{spec.key}: {exc}")
+            self.log(f"   FAILED: {exc}")
+        finally:
+            server.stop()
+        problems = server.problems()
+        if problems:
+            self.failures.append(f"{spec.key}: errors in the server log {server.log}:\n{problems}")
+
+    def bench_case(self, server: Server, client: httpx.Client, case: Case) -> None:
+        url = server.base + (case.path or server.spec.path)
+        connections = [c for c in case.connections if c in self.connections] or list(case.connections)
+        try:
+            sid = open_session(client, url) if case.session else None
+            if case.method != "initialize":
+                check_reply(client, url, case, sid)
+            run_wrk(self.wrk, url, case, 16, WARMUP_SECONDS, server.port, sid, None)
+        except Exception as exc:  # noqa: BLE001
+            self.failures.append(f"{server.spec.key} / {case.name}: {exc}")
+            self.log(f"   {case.name}: FAILED {exc}")
+            return
+        for conns in connections:
+            row = Row(server.spec, case, conns)
+            slug = re.sub(r"[^a-z0-9]+", "-", f"{server.spec.impl}-{server.spec.server}-{case.name}-c{conns}".lower())
+            try:
+                stats = run_wrk(self.wrk, url, case, conns, self.seconds, server.port, sid, self.rawdir / f"{slug}.txt")
+            except Exception as exc:  # noqa: BLE001
+                row.errors = str(exc)[:200]
+                self.rows.append(row)
+                self.log(f"   {case.name} c={conns}: FAILED {exc}")
+                continue
+            row.requests = stats["requests"]
+            row.rps = stats["requests"] / (stats["duration_us"] / 1e6)
+            row.p50_ms, row.p99_ms = stats["p50_us"] / 1000, stats["p99_us"] / 1000
+            errs = {k: stats[k] for k in ("connect", "read", "write", "status", "timeout") if stats[k]}
+            row.errors = ", ".join(f"{k} {v}" for k, v in errs.items())
+            self.rows.append(row)
+            note = f"  [{row.errors}]" if row.errors else ""
+            self.log(
+                f"   {case.name:<30} c={conns:<3} {row.rps:9.0f} req/s"
+                f"  p50 {row.p50_ms:7.2f} ms  p99 {row.p99_ms:7.2f} ms{note}"
+            )
+
+    def measure_memory(self) -> None:
+        """RSS of a fresh daphne server around N real initialize exchanges, then tracemalloc in-process."""
+        count = self.args.sessions or (1000 if self.args.quick else 5000)
+        spec = Spec("ours", "daphne", "tests.asgi:application")
+        server = Server(spec, self.env, self.logdir)
+        server.log = self.logdir / "memory-ours-daphne.log"
+        self.log(f"== memory per idle session ({count} sessions)")
+        mem = self.memory
+        mem.sessions = count
+        try:
+            server.start()
+            asyncio.run(_create_sessions(server.url, 300))  # warm up: imports, caches, allocator arenas
+            time.sleep(1)
+            mem.rss_before_kib = server.rss_kib()
+            asyncio.run(_create_sessions(server.url, count))
+            time.sleep(1)
+            mem.rss_after_kib = server.rss_kib()
+            mem.rss_kib_per_session = (mem.rss_after_kib - mem.rss_before_kib) / count
+            self.log(
+                f"   RSS {mem.rss_before_kib} -> {mem.rss_after_kib} KiB: {mem.rss_kib_per_session:.2f} KiB/session"
+            )
+        except Exception as exc:  # noqa: BLE001
+            mem.error = f"RSS measurement failed: {exc}"
+            self.log(f"   {mem.error}")
+        finally:
+            server.stop()
+        code = "from benchmarks.session_memory import main; main()"
+        out = subprocess.run(
+            [sys.executable, "-m", "django", "shell", "-c", code],
+            env={**self.env, "BENCH_SESSIONS": str(count)},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        match = re.search(r"^SESSION_MEMORY (\{.*\})$", out.stdout, re.MULTILINE)
+        if match is None:
+            mem.error += f" tracemalloc script failed: {out.stderr[-1000:]}"
+            self.log(f"   tracemalloc failed: {out.stderr[-1000:]}")
+            return
+        mem.tracemalloc = json.loads(match.group(1))
+        self.log(f"   tracemalloc: {mem.tracemalloc['kib_per_session']:.2f} KiB/session")
+
+    def cleanup(self) -> None:
+        _stop_all()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# -- report ---------------------------------------------------------------------------------------------------
+LEGEND = """\
+- ours: `tests.asgi:application` with `benchmarks.settings` (DEBUG off, VALIDATE_RESULTS off, SQLite, in-memory
+  channel layer). `json`/`sse` cases run on one 2025-11-25 session (`sse call` calls a tool that reports progress
+  once, with a progressToken, so the reply is SSE); `stateless` cases are 2026-07-28 requests with `_meta` and the
+  `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers.
+- floor: a bare Channels `AsyncHttpConsumer` that parses the body and returns a fixed JSON-RPC result (the stock
+  `AsyncHttpConsumer` dispatch, with its per-request channel and database-connection hop, is shown once for reference).
+- view: a Django async view doing the same JSON work behind the default `startproject` middleware (plain Django ASGI).
+- sdk: the official SDK's `MCPServer` with the same two tools; stateless = stateless HTTP + JSON replies (2026-07-28
+  requests), stateful = sessions + SSE replies.
+- ÷ floor: over the floor on the same server, same method and connections. ÷ SDK: ours over the SDK's
+  stateless+JSON mode on uvicorn, same method and connections (for `initialize`: over the SDK's stateful mode).
+"""
+
+
+def _find(rows: list[Row], impl: str, server: str, method: str, conns: int) -> Row | None:
+    for row in rows:
+        if (row.spec.impl, row.spec.server, row.case.method, row.connections) == (impl, server, method, conns):
+            if row.rps:
+                return row
+    return None
+
+
+def _named(rows: list[Row], impl: str, server: str, case: str, conns: int) -> Row | None:
+    for row in rows:
+        if (row.spec.impl, row.spec.server, row.case.name, row.connections) == (impl, server, case, conns) and row.rps:
+            return row
+    return None
+
+
+def floor_ratio(rows: list[Row], row: Row) -> float | None:
+    if row.spec.impl not in ("ours", "view") or row.case.method not in ("call", "list"):
+        return None
+    floor = _find(rows, "floor", row.spec.server, row.case.method, row.connections)
+    return row.rps / floor.rps if floor and row.rps else None
+
+
+def sdk_ratio(rows: list[Row], row: Row) -> float | None:
+    if row.spec.impl != "ours":
+        return None
+    if row.case.method == "initialize":
+        best = _find(rows, "sdk-stateful", "uvicorn", "initialize", row.connections)
+    elif row.case.method in ("call", "list"):
+        best = _find(rows, "sdk-stateless", "uvicorn", row.case.method, row.connections)
+    else:
+        return None
+    return row.rps / best.rps if best and row.rps else None
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else ""
+
+
+def _cmd_version(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def machine_info() -> dict[str, str]:
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    versions = {}
+    for dist in ("django", "channels", "daphne", "uvicorn", "twisted", "mcp", "h11", "uvloop", "httptools"):
+        try:
+            from importlib.metadata import version
+
+            versions[dist] = version(dist)
+        except Exception:  # noqa: BLE001 - not installed
+            versions[dist] = "-"
+    commit = _cmd_version(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = _cmd_version(["git", "-C", str(ROOT), "status", "--porcelain", "--", "django_mcp"])
+    return {
+        "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "nproc": str(os.cpu_count()),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "versions": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        "wrk": _cmd_version(["wrk", "--version"]).split(" Copyright")[0] if shutil.which("wrk") else "-",
+        "commit": commit + (" + uncommitted changes in django_mcp/" if dirty else ""),
+    }
+
+
+def report(bench: Bench, info: dict[str, str], load_before: str, load_after: str) -> str:
+    rows = bench.rows
+    out: list[str] = []
+    out.append("# django-mcp-toolkit benchmarks\n")
+    out.append(
+        f"{info['date']} · {info['nproc']} CPUs ({info['cpu']}) · Linux {info['kernel']} · Python {info['python']}  "
+    )
+    out.append(f"{info['versions']} · {info['wrk']}  ")
+    out.append(f"commit {info['commit']}  ")
+    out.append(
+        f"servers pinned to core {SERVER_CORE}, `wrk -t1` pinned to core {LOAD_CORE}, loopback; "
+        f"{bench.seconds} s per measurement after a {WARMUP_SECONDS} s warm-up; load average before {load_before}, "
+        f"after {load_after}.\n"
+    )
+    out.append(LEGEND)
+    out.append("| server | case | conns | req/s | p50 ms | p99 ms | ÷ floor | ÷ SDK | errors |")
+    out.append("|---|---|--:|--:|--:|--:|--:|--:|---|")
+    for row in rows:
+        rps = f"{row.rps:,.0f}" if row.rps else "—"
+        p50 = f"{row.p50_ms:.2f}" if row.rps else "—"
+        p99 = f"{row.p99_ms:.2f}" if row.rps else "—"
+        out.append(
+            f"| {row.spec.key} | {row.case.name} | {row.connections} | {rps} | {p50} | {p99} | "
+            f"{_ratio(floor_ratio(rows, row))} | {_ratio(sdk_ratio(rows, row))} | {row.errors} |"
+        )
+    mem = bench.memory
+    if mem.sessions:
+        out.append("\n## Memory per idle session (ours on daphne)\n")
+        if mem.rss_after_kib:
+            out.append(
+                f"- server RSS: {mem.rss_before_kib:,} KiB → {mem.rss_after_kib:,} KiB after {mem.sessions:,} sessions "
+                f"(`initialize` + `notifications/initialized` over HTTP): **{mem.rss_kib_per_session:.2f} KiB per "
+                f"session** ({mem.rss_kib_per_session * 1000 / 1024:.1f} MiB per 1,000)"
+            )
+        tm = mem.tracemalloc
+        if tm:
+            top = ", ".join(f"{t['file']} {t['bytes'] / mem.sessions:.0f} B" for t in tm["top"])
+            out.append(
+                f"- tracemalloc in-process (`store.create` x {tm['sessions']:,}, database row included): "
+                f"**{tm['kib_per_session']:.2f} KiB per session**; per session by file: {top}"
+            )
+        if mem.error:
+            out.append(f"- error: {mem.error}")
+    out.append("\n## Targets\n")
+    out.extend(targets(bench))
+    if bench.failures:
+        out.append("\n## Failures\n")
+        out.extend(f"- {f}" for f in bench.failures)
+    return "\n".join(out) + "\n"
+
+
+def targets(bench: Bench) -> list[str]:
+    rows = bench.rows
+    lines = []
+    modes = ("json call", "json list", "stateless call", "stateless list")
+    ours = [r for r in rows if r.spec.impl == "ours" and r.case.name in modes and r.rps]
+    for server in ("daphne", "uvicorn"):
+        pairs = [(r, floor_ratio(rows, r)) for r in ours if r.spec.server == server]
+        found = [(r, v) for r, v in pairs if v is not None]
+        if not found:
+            continue
+        worst = min(found, key=lambda p: p[1])
+        misses = [f"{r.case.name} c{r.connections} {v:.2f}" for r, v in found if v < TARGET_FLOOR]
+        verdict = "met" if not misses else "MISSED (" + "; ".join(misses) + ")"
+        lines.append(
+            f"- ours ≥ {TARGET_FLOOR:.0%} of the floor on {server} (JSON and stateless): {verdict}; "
+            f"lowest {worst[1]:.2f} ({worst[0].case.name}, {worst[0].connections} conns)"
+        )
+    for server in ("uvicorn", "daphne"):
+        found = [(r, v) for r in ours if r.spec.server == server and (v := sdk_ratio(rows, r)) is not None]
+        if not found:
+            continue
+        worst = min(found, key=lambda p: p[1])
+        misses = [f"{r.case.name} c{r.connections} {v:.2f}" for r, v in found if v < TARGET_SDK]
+        verdict = "met" if not misses else "MISSED (" + "; ".join(misses) + ")"
+        label = "target" if server == "uvicorn" else "for reference"
+        lines.append(
+            f"- ours on {server} ≥ {TARGET_SDK}x the SDK's stateless+JSON mode on uvicorn ({label}): {verdict}; "
+            f"lowest {worst[1]:.2f}x ({worst[0].case.name}, {worst[0].connections} conns)"
+        )
+    case = "sse call (progress)"
+    for server in ("uvicorn", "daphne"):
+        for conns in CONNECTIONS:
+            ours_sse = _named(rows, "ours", server, case, conns)
+            sdk_sse = _named(rows, "sdk-stateful", "uvicorn", case, conns)
+            if ours_sse and sdk_sse:
+                lines.append(
+                    f"- for reference, SSE replies like for like: ours on {server} {case} ÷ SDK stateful {case}, "
+                    f"{conns} conns: {ours_sse.rps / sdk_sse.rps:.2f}x"
+                )
+    mem = bench.memory
+    if mem.rss_after_kib or mem.tracemalloc:
+        values = []
+        if mem.rss_after_kib:
+            values.append(f"RSS {mem.rss_kib_per_session:.2f} KiB")
+        if mem.tracemalloc:
+            values.append(f"tracemalloc {mem.tracemalloc['kib_per_session']:.2f} KiB")
+        worst_kib = max(
+            [mem.rss_kib_per_session] * bool(mem.rss_after_kib)
+            + [mem.tracemalloc.get("kib_per_session", 0.0)] * bool(mem.tracemalloc)
+        )
+        verdict = "met" if worst_kib <= TARGET_KIB else "MISSED"
+        lines.append(f"- ≤ {TARGET_KIB:.0f} KiB per idle session: {verdict} ({', '.join(values)})")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--duration", type=int, default=None, help="seconds per measurement (default 10; 3 with --quick)"
+    )
+    parser.add_argument("--quick", action="store_true", help="3 s per measurement, 16 connections only")
+    parser.add_argument("--only", help="comma-separated subset: ours, floor, view, sdk, daphne, uvicorn")
+    parser.add_argument("--sessions", type=int, default=None, help="idle sessions for the memory measurement")
+    parser.add_argument("--skip-memory", action="store_true", help="skip the memory measurement")
+    args = parser.parse_args()
+
+    atexit.register(_stop_all)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    bench = Bench(args)
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    started = time.monotonic()
+    try:
+        bench.run()
+    finally:
+        bench.cleanup()
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    text = report(bench, machine_info(), " ".join(load_before), " ".join(load_after))
+    print(text)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    (RESULTS_DIR / "latest.md").write_text(text)
+    if not args.quick and not args.only and args.duration in (None, 10):
+        (HERE / "RESULTS.md").write_text(text)
+    bench.log(f"done in {time.monotonic() - started:.0f} s; written to {RESULTS_DIR / 'latest.md'}")
+    return 1 if bench.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Settings for the benchmark servers: the test project's, tuned for measuring.
+
+The test tools (``tests.testapp``) are swapped for the two benchmark tools so that
+``tools/list`` returns the same list as the SDK comparison server. The database is
+SQLite in a temporary file (``MCP_SQLITE``, set by ``run.py``) and the channel layer
+is the in-memory one, whatever the environment says.
+"""
+
+import os
+import tempfile
+
+from tests.settings import *  # noqa: F403
+from tests.settings import DJANGO_MCP, INSTALLED_APPS
+
+DEBUG = False
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "tests.testapp"] + ["benchmarks.benchapp"]
+ROOT_URLCONF = "benchmarks.urls"
+# The middleware of a new `startproject`; it only wraps Django views, never the MCP consumer.
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("MCP_SQLITE", os.path.join(tempfile.gettempdir(), "django-mcp-bench.sqlite3")),
+    }
+}
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+DJANGO_MCP = {**DJANGO_MCP, "VALIDATE_RESULTS": False, "SERVER_NAME": "django-mcp-bench"}
