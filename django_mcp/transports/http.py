@@ -403,7 +403,16 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             if cancel_on_close and not task.done():
                 engine.cancel_task(task)
 
-        watcher = asyncio.ensure_future(self._watch_disconnect(closed))
+        # Most requests finish within a few milliseconds: watch for the client going away only
+        # once a request has outlived that, saving a task on the hot path.
+        watchers: list[asyncio.Task[None]] = []
+        loop = asyncio.get_running_loop()
+
+        def watch() -> None:
+            if not task.done():
+                watchers.append(loop.create_task(self._watch_disconnect(closed)))
+
+        handle = loop.call_later(0.01, watch)
         try:
             try:
                 response = await task
@@ -422,7 +431,9 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 status = 200 if session else stateless.status_for(response)
                 await self.json_response(status, response, extra)
         finally:
-            watcher.cancel()
+            handle.cancel()
+            for watcher in watchers:
+                watcher.cancel()
 
     # -- GET --------------------------------------------------------------------------------
     async def handle_get(self) -> None:
