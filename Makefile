@@ -8,7 +8,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck unit pg-redis conformance conformance-server bench venv node clean
+.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench venv node clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -55,10 +55,19 @@ unit: venv node
 pg-redis: venv node
 	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider
 
-test: venv node lint typecheck migrations-check unit pg-redis
+# The same suite on Django 4.2 LTS (the default venv has 5.2 LTS).
+VENV42 := .venv-django42
+django42: node
+	test -x $(VENV42)/bin/python || $(PYTHON) -m venv $(VENV42)
+	$(VENV42)/bin/python -m pip install -q --disable-pip-version-check uv
+	$(VENV42)/bin/uv pip install -q --python $(VENV42)/bin/python -e ".[dev]" "django>=4.2,<5"
+	$(VENV42)/bin/python -m django --version
+	$(VENV42)/bin/pytest -p no:cacheprovider
+
+test: venv node lint typecheck migrations-check unit pg-redis django42
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR) .test-db.sqlite3
+	rm -rf $(VENV) $(VENV42) $(NODE_DIR) .test-db.sqlite3
