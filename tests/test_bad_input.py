@@ -43,7 +43,8 @@ class Raw:
         content = raw if raw is not None else json.dumps(body).encode()
         return self.http.post(self.url, content=content, headers=h)
 
-    def initialize(self, revision: str = "2025-11-25") -> str:
+    def initialize(self, revision: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> str:
+        """A session whose client declared ``capabilities``, with notifications/initialized sent."""
         r = self.post(
             {
                 "jsonrpc": "2.0",
@@ -51,7 +52,7 @@ class Raw:
                 "method": "initialize",
                 "params": {
                     "protocolVersion": revision,
-                    "capabilities": {},
+                    "capabilities": capabilities or {},
                     "clientInfo": {"name": "raw", "version": "1"},
                 },
             }

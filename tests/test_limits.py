@@ -39,21 +39,8 @@ def test_idle_session_expires(tight: LiveServer) -> None:
 
 def test_unanswered_elicitation_times_out(tight: LiveServer) -> None:
     raw = Raw(tight)
-    r = raw.post(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "x", "version": "1"},
-            },
-        }
-    )
-    sid = r.headers["mcp-session-id"]
+    sid = raw.initialize(capabilities={"elicitation": {}})
     h = raw.session_headers(sid)
-    raw.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
     started = time.monotonic()
     r = raw.http.post(
         raw.url,

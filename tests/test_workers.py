@@ -61,21 +61,8 @@ def test_session_and_notifications_cross_workers(workers: tuple[LiveServer, Live
 
 def test_elicitation_answer_posted_to_other_worker(workers: tuple[LiveServer, LiveServer]) -> None:
     a, b = Raw(workers[0]), Raw(workers[1])
-    r = a.post(
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        }
-    )
-    sid = r.headers["mcp-session-id"]
+    sid = a.initialize(capabilities={"elicitation": {}})
     h = a.session_headers(sid)
-    a.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
     call = {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}
     stream = SSEReader("POST", a.url, {**h, "accept": ACCEPT, "content-type": "application/json"}, call)
     try:
