@@ -21,8 +21,8 @@ from .context import LOG_LEVELS, Context
 from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
 from .prompts import Prompt
 from .protocol import cursor
-from .protocol.jsonrpc import INVALID_PARAMS, ProtocolError
-from .protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from .protocol.jsonrpc import ProtocolError
+from .protocol.versions import ALL_REVISIONS
 from .resources import Completer, Resource, ResourceTemplate
 from .tools import Tool
 
@@ -344,17 +344,12 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
         value = await tool.run(kwargs, Context(ex))
     except (InputRequired, ProtocolError):
         raise
-    except BaseException as exc:
-        if not isinstance(exc, Exception):
-            raise
+    except Exception as exc:  # user code: the exception handler turns it into an isError result
         result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
         if result is None:
             raise
         return result  # type: ignore[no-any-return]
-    result = tool.to_result(value)
-    if mcp_settings.VALIDATE_RESULTS and tool.output_schema is not None and "structuredContent" in result:
-        pass  # the adapter already serialised through the declared type
-    return result
+    return tool.to_result(value)
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
@@ -467,4 +462,4 @@ DEFAULT_HANDLERS: dict[str, Handler] = {
     "completion/complete": _complete,
 }
 
-__all__ = ["CACHEABLE", "HANDSHAKE_REVISIONS", "INVALID_PARAMS", "STATELESS_REVISIONS", "InputRequired", "MCPServer"]
+__all__ = ["CACHEABLE", "InputRequired", "MCPServer"]

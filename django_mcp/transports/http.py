@@ -608,4 +608,4 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         await self.empty_response(200)
 
 
-__all__ = ["HANDSHAKE_REVISIONS", "MCPConsumer"]
+__all__ = ["HTTPError", "MCPConsumer"]

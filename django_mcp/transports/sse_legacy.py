@@ -18,7 +18,7 @@ from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..routing import BROADCAST, hub, session_group
 from ..sessions import SessionState, store
-from .http import JSON_CT, SSE_CT, HTTPError, MCPConsumer, sse_event
+from .http import SSE_CT, HTTPError, MCPConsumer, sse_event
 
 
 class SessionOutlet:
@@ -143,4 +143,4 @@ class LegacySSEConsumer(MCPConsumer):
         )
 
 
-__all__ = ["JSON_CT", "LegacySSEConsumer"]
+__all__ = ["LegacySSEConsumer"]
