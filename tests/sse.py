@@ -67,3 +67,16 @@ class SSEReader:
     def close(self) -> None:
         self._client.close()
         self._thread.join(5)
+
+
+def first_event_then_drop(url: str, body: Any, headers: dict[str, str]) -> str:
+    """POST ``body``, read the SSE stream up to its first message, drop the connection, return that event's id."""
+    current: str | None = None
+    with httpx.Client(timeout=10) as client, client.stream("POST", url, json=body, headers=headers) as r:
+        for line in r.iter_lines():
+            if line.startswith("id:"):
+                current = line[3:].strip()
+            if line.startswith("data:") and line[5:].strip():
+                break
+    assert current is not None, "the stream carried no event id before its first message"
+    return current

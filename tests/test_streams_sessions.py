@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 
 from tests.conftest import LiveServer
-from tests.sse import SSEReader
+from tests.sse import SSEReader, first_event_then_drop
 from tests.test_bad_input import ACCEPT, Raw
 
 
@@ -70,23 +70,8 @@ def test_resume_post_stream_with_last_event_id(raw: Raw) -> None:
     sid = raw.initialize()
     h = raw.session_headers(sid)
     # Read the first progress event of a slow call, then drop the connection.
-    first_id = None
-    with (
-        httpx.Client(timeout=10) as c,
-        c.stream(
-            "POST",
-            raw.url,
-            json=call(7, "slow_count", {"steps": 4, "delay": 0.4}, token="t"),
-            headers={**h, "accept": ACCEPT},
-        ) as r,
-    ):
-        for line in r.iter_lines():
-            if line.startswith("id:"):
-                candidate = line[3:].strip()
-            if line.startswith("data:") and line[5:].strip():
-                first_id = candidate
-                break
-    assert first_id is not None
+    body = call(7, "slow_count", {"steps": 4, "delay": 0.4}, token="t")
+    first_id = first_event_then_drop(raw.url, body, {**h, "accept": ACCEPT})
     # Another stream of the same session must not leak into the replay.
     raw.post(call(8, "echo", {"text": "other"}), h)
     resumed = SSEReader("GET", raw.url, {**h, "accept": "text/event-stream", "last-event-id": first_id})

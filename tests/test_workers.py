@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import LiveServer, server_env, start_server
-from tests.sse import SSEReader
+from tests.sse import SSEReader, first_event_then_drop
 from tests.test_bad_input import ACCEPT, Raw
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -86,16 +85,7 @@ def test_resume_on_other_worker(workers: tuple[LiveServer, LiveServer]) -> None:
         "method": "tools/call",
         "params": {"name": "slow_count", "arguments": {"steps": 4, "delay": 0.5}, "_meta": {"progressToken": 1}},
     }
-    first_id = None
-    with httpx.Client(timeout=10) as c, c.stream("POST", a.url, json=body, headers={**h, "accept": ACCEPT}) as r:
-        current = None
-        for line in r.iter_lines():
-            if line.startswith("id:"):
-                current = line[3:].strip()
-            if line.startswith("data:") and line[5:].strip():
-                first_id = current
-                break
-    assert first_id
+    first_id = first_event_then_drop(a.url, body, {**h, "accept": ACCEPT})
     resumed = SSEReader("GET", b.url, {**h, "accept": "text/event-stream", "last-event-id": first_id})
     try:
         got = resumed.messages_until(lambda m: m.get("id") == 20, timeout=15)
