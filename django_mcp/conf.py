@@ -51,6 +51,10 @@ DEFAULTS: dict[str, Any] = {
     "EXCEPTION_HANDLER": "django_mcp.exceptions.exception_handler",
     # Validate every outgoing result against mcp-types (slower; on in tests).
     "VALIDATE_RESULTS": False,
+    # -- Django models, templates and views (ModelResource, TemplatePrompt, DRF tools) --
+    # Run each tools/call in a transaction savepoint: an exception rolls back its writes.
+    "ATOMIC_TOOL_CALLS": True,
+    # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

@@ -14,6 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
+from .access import Check, check_access
 from .content import CONTENT_TYPES, Role, dump
 from .context import Context
 from .resources import Completer, _ctx_param, _runner
@@ -52,6 +53,8 @@ class Prompt:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     scopes: list[str] = field(default_factory=list)
+    permissions: list[str] = field(default_factory=list)
+    check: Check | None = None
     complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
     arguments: list[dict[str, Any]] = field(init=False)
 
@@ -64,6 +67,12 @@ class Prompt:
                 continue
             arg: dict[str, Any] = {"name": pname, "required": p.default is inspect.Parameter.empty}
             self.arguments.append(arg)
+
+    async def permits(self, ctx: Context) -> bool:
+        """Whether ``ctx.user`` may see and get this prompt (scopes are checked by the caller)."""
+        if not self.permissions and self.check is None:
+            return True
+        return await check_access(self.permissions, self.check, ctx)
 
     def definition(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}

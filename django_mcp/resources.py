@@ -16,6 +16,7 @@ from typing import Any
 import mcp_types as types
 from asgiref.sync import sync_to_async
 
+from .access import Check, check_access
 from .context import Context
 from .protocol.uri_template import URITemplate
 
@@ -64,6 +65,14 @@ class Resource:
     annotations: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
     scopes: list[str] = field(default_factory=list)
+    permissions: list[str] = field(default_factory=list)
+    check: Check | None = None
+
+    async def permits(self, ctx: Context) -> bool:
+        """Whether ``ctx.user`` may see and read this resource (scopes are checked by the caller)."""
+        if not self.permissions and self.check is None:
+            return True
+        return await check_access(self.permissions, self.check, ctx)
 
     def definition(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uri": self.uri, "name": self.name}

@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from pydantic import ValidationError
 
 from . import __version__
+from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
 from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
@@ -129,6 +130,8 @@ class MCPServer:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        permissions: Sequence[str] = (),
+        check: Check | None = None,
         input_schema: dict[str, Any] | None = None,
     ) -> Any:
         """Register a callable as a tool: ``@site.tool`` or ``@site.tool(name=..., title=...)``.
@@ -148,6 +151,8 @@ class MCPServer:
                     icons=icons,
                     meta=meta,
                     scopes=list(scopes),
+                    permissions=list(permissions),
+                    check=check,
                     input_schema=dict(input_schema or {}),
                 )
             )
@@ -177,6 +182,8 @@ class MCPServer:
         meta: dict[str, Any] | None = None,
         complete: dict[str, Completer | Sequence[str]] | None = None,
         scopes: Sequence[str] = (),
+        permissions: Sequence[str] = (),
+        check: Check | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a resource; a URI with ``{var}`` makes a template."""
 
@@ -192,6 +199,8 @@ class MCPServer:
                 annotations=annotations,
                 meta=meta,
                 scopes=list(scopes),
+                permissions=list(permissions),
+                check=check,
             )
             from .protocol.uri_template import URITemplate
 
@@ -218,6 +227,8 @@ class MCPServer:
         icons: list[dict[str, Any]] | None = None,
         complete: dict[str, Completer | Sequence[str]] | None = None,
         scopes: Sequence[str] = (),
+        permissions: Sequence[str] = (),
+        check: Check | None = None,
     ) -> Any:
         def register(f: F) -> F:
             self.add_prompt(
@@ -229,6 +240,8 @@ class MCPServer:
                     icons=icons,
                     complete=dict(complete or {}),
                     scopes=list(scopes),
+                    permissions=list(permissions),
+                    check=check,
                 )
             )
             return f
@@ -321,14 +334,14 @@ async def _discover(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
 
 
 async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    items = [t.definition() for t in server.tools.values() if ex.allowed(t.scopes)]
+    items = [t.definition() for t in server.tools.values() if await visible(t, ex)]
     return server.page(items, params, "tools", "tools")
 
 
 async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params.get("name")
     tool = server.tools.get(name) if isinstance(name, str) else None
-    if tool is None or not ex.allowed(tool.scopes):
+    if tool is None or not await visible(tool, ex):
         raise InvalidParams(f"Unknown tool: {name}", {"name": name})
     try:
         kwargs = tool.parse_arguments(params.get("arguments"))
@@ -353,35 +366,35 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    items = [r.definition() for r in server.resources.values() if ex.allowed(r.scopes)]
+    items = [r.definition() for r in server.resources.values() if await visible(r, ex)]
     return server.page(items, params, "resources", "resources")
 
 
 async def _list_templates(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    items = [t.definition() for t in server.templates.values() if ex.allowed(t.scopes)]
+    items = [t.definition() for t in server.templates.values() if await visible(t, ex)]
     return server.page(items, params, "templates", "resourceTemplates")
 
 
-def _find_resource(server: MCPServer, uri: str, ex: Exchange) -> tuple[Resource, dict[str, str]]:
+async def _find_resource(server: MCPServer, uri: str, ex: Exchange) -> tuple[Resource, dict[str, str]]:
     res = server.resources.get(uri)
-    if res is not None and ex.allowed(res.scopes):
+    if res is not None and await visible(res, ex):
         return res, {}
     for tpl in server.templates.values():
         variables = tpl.template.match(uri)
-        if variables is not None and ex.allowed(tpl.scopes):
+        if variables is not None and await visible(tpl, ex):
             return tpl, variables
     raise ResourceNotFound(uri)
 
 
 async def _read_resource(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     uri = params["uri"]
-    res, variables = _find_resource(server, uri, ex)
+    res, variables = await _find_resource(server, uri, ex)
     return {"contents": await res.read(uri, variables, Context(ex))}
 
 
 async def _subscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     uri = params["uri"]
-    _find_resource(server, uri, ex)
+    await _find_resource(server, uri, ex)
     await ex.subscribe(uri, True)
     return {}
 
@@ -392,14 +405,14 @@ async def _unsubscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) 
 
 
 async def _list_prompts(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    items = [p.definition() for p in server.prompts.values() if ex.allowed(p.scopes)]
+    items = [p.definition() for p in server.prompts.values() if await visible(p, ex)]
     return server.page(items, params, "prompts", "prompts")
 
 
 async def _get_prompt(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params["name"]
     prompt = server.prompts.get(name)
-    if prompt is None or not ex.allowed(prompt.scopes):
+    if prompt is None or not await visible(prompt, ex):
         raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
     arguments = params.get("arguments") or {}
     missing = prompt.check_arguments(arguments)
@@ -414,12 +427,12 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
     completers: dict[str, Completer | Sequence[str]] = {}
     if ref.get("type") == "ref/prompt":
         prompt = server.prompts.get(ref.get("name", ""))
-        if prompt is None or not ex.allowed(prompt.scopes):
+        if prompt is None or not await visible(prompt, ex):
             raise InvalidParams(f"Unknown prompt: {ref.get('name')}")
         completers = prompt.complete
     elif ref.get("type") == "ref/resource":
         tpl = server.templates.get(ref.get("uri", ""))
-        if tpl is None or not ex.allowed(tpl.scopes):
+        if tpl is None or not await visible(tpl, ex):
             raise InvalidParams(f"Unknown resource template: {ref.get('uri')}")
         completers = tpl.complete
     else:

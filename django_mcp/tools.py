@@ -20,6 +20,7 @@ import pydantic
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
+from .access import Check, check_access
 from .content import CONTENT_TYPES, dump
 from .context import Context
 
@@ -110,6 +111,9 @@ class Tool:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     scopes: list[str] = field(default_factory=list)
+    #: Django permissions (``"app.codename"``) the caller needs; see ``access``.
+    permissions: list[str] = field(default_factory=list)
+    check: Check | None = None
     #: Publish this JSON Schema as the ``inputSchema`` instead of the one derived from the
     #: signature (for keywords a signature cannot express); arguments are still validated
     #: against the signature.
@@ -172,6 +176,12 @@ class Tool:
             out.pop("title", None)
             self.output_schema = out
         self._runner = fn if self.is_async else sync_to_async(fn, thread_sensitive=True)
+
+    async def permits(self, ctx: Context) -> bool:
+        """Whether ``ctx.user`` may see and call this tool (scopes are checked by the caller)."""
+        if not self.permissions and self.check is None:
+            return True
+        return await check_access(self.permissions, self.check, ctx)
 
     def definition(self) -> dict[str, Any]:
         """The newest-revision wire form; shaping prunes it for older clients."""

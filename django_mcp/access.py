@@ -1,0 +1,58 @@
+"""Who may see and use a tool, resource or prompt.
+
+Three layers, all of which must pass: the token's OAuth ``scopes`` (checked by
+``Exchange.allowed``), the caller's Django ``permissions`` (``user.has_perms``),
+and an optional ``check(ctx)`` callable. Whatever fails is absent from the
+lists and refused on use, exactly as if it did not exist. Objects with nothing
+declared take a fast path that never leaves the event loop.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from asgiref.sync import sync_to_async
+
+from .context import Context
+
+if TYPE_CHECKING:
+    from .engine import Exchange
+
+Check = Callable[[Context], bool | Awaitable[bool]]
+
+
+class Guarded(Protocol):
+    scopes: list[str]
+    permissions: list[str]
+    check: Check | None
+
+    async def permits(self, ctx: Context) -> bool: ...
+
+
+async def check_access(permissions: Sequence[str], check: Check | None, ctx: Context) -> bool:
+    """Django permissions of ``ctx.user`` (in a thread: ``has_perms`` may query), then ``check``."""
+    if permissions:
+        user: Any = ctx.user
+        ok = await sync_to_async(user.has_perms, thread_sensitive=True)(list(permissions))
+        if not ok:
+            return False
+    if check is not None:
+        if inspect.iscoroutinefunction(check):
+            return bool(await check(ctx))
+        got: Any = await sync_to_async(check, thread_sensitive=True)(ctx)
+        if inspect.isawaitable(got):
+            got = await got
+        return bool(got)
+    return True
+
+
+async def visible(obj: Guarded, ex: Exchange) -> bool:
+    """Whether ``ex``'s caller may see and use ``obj`` (scopes first: no thread hop)."""
+    if not ex.allowed(obj.scopes):
+        return False
+    return await obj.permits(Context(ex))
+
+
+__all__ = ["Check", "Guarded", "check_access", "visible"]
