@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from django_mcp import Context, Message, ToolError, site, user
 from django_mcp.exceptions import ResourceNotFound
 
-from .models import Author, Book, Loan
+from ..models import Author, Book, Loan
 
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 

@@ -1,0 +1,1 @@
+"""Library DRF API views and plain views exposed as MCP tools."""

@@ -1,0 +1,1 @@
+"""Library prompts rendered from Django templates (TemplatePrompt)."""

@@ -1,0 +1,1 @@
+"""Library model resources exposed over MCP (ModelResource)."""
