@@ -3,6 +3,7 @@
 Public API::
 
     from django_mcp import site, MCPServer, Context, ToolError
+    from django_mcp import TemplatePrompt, Argument   # Django templates as prompts
     from django_mcp import content   # text(), image(), audio(), embedded_resource(), resource_link()
 """
 
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "Argument",
     "Context",
     "MCPError",
     "MCPServer",
     "Message",
+    "TemplatePrompt",
     "ToolError",
     "__version__",
     "assistant",
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from .exceptions import MCPError, ToolError
     from .prompts import Message, assistant, user
     from .server import MCPServer
+    from .template_prompts import Argument, TemplatePrompt
 
     site: MCPServer
 
@@ -40,6 +44,8 @@ _LAZY = {
     "Message": ("prompts", "Message"),
     "user": ("prompts", "user"),
     "assistant": ("prompts", "assistant"),
+    "TemplatePrompt": ("template_prompts", "TemplatePrompt"),
+    "Argument": ("template_prompts", "Argument"),
 }
 
 _site: Any = None

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from .conf import mcp_settings
 from .context import LOG_LEVELS
 from .exceptions import MCPError, RequestCancelled
+from .i18n import language
 from .mrtr import load_state, sign_state
 from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
@@ -66,8 +67,10 @@ class Exchange:
         session: SessionState | None,
         user: Any,
         outlet: Outlet | None,
+        locale: str | None = None,
     ) -> None:
         self.server = server
+        self.locale = locale  # the caller's Accept-Language (HTTP), activated while the handler runs
         self.request = request
         self.request_id: str | int | None = request.id
         self.method = request.method
@@ -204,8 +207,9 @@ class Engine:
         session: SessionState | None,
         user: Any,
         outlet: Outlet | None,
+        locale: str | None = None,
     ) -> dict[str, Any] | None:
-        ex = Exchange(server, request, revision, session, user, outlet)
+        ex = Exchange(server, request, revision, session, user, outlet, locale)
         key = (session.id, request.id) if session else None
         task = asyncio.current_task()
         if task is not None:
@@ -216,7 +220,8 @@ class Engine:
             validate_request(request.method, revision, request.params)
             if ex.stateless and request.method in _INPUT_METHODS:
                 self._load_answers(ex)
-            result = await server.handle(request.method, ex.params, ex)
+            with language(locale):
+                result = await server.handle(request.method, ex.params, ex)
             result = self.finalize(request.method, revision, result)
             if ex.stateless:
                 self._stamp(server, result)

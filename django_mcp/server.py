@@ -24,7 +24,7 @@ from .prompts import Prompt
 from .protocol import cursor
 from .protocol.jsonrpc import ProtocolError
 from .protocol.versions import ALL_REVISIONS
-from .resources import Completer, Resource, ResourceTemplate
+from .resources import Completer, Resource, ResourceTemplate, _runner
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -444,12 +444,14 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
     if source is None:
         values = []
     elif callable(source):
-        fn = source
         kwargs: dict[str, Any] = {}
-        sig = inspect.signature(fn)
+        sig = inspect.signature(source)
         if "context" in sig.parameters:
             kwargs["context"] = context_args
-        got = fn(value, **kwargs)
+        if "ctx" in sig.parameters:
+            kwargs["ctx"] = Context(ex)
+        # Sync completers run in a thread, like tools: they may query the database.
+        got = await _runner(source)(value, **kwargs)
         if inspect.isawaitable(got):
             got = await got
         values = [str(v) for v in got]

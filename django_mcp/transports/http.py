@@ -377,7 +377,9 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         server = self.get_server()
         results = await asyncio.gather(
             *(
-                engine.handle_request(server, r, session.revision, session, self.scope.get("user"), None)
+                engine.handle_request(
+                    server, r, session.revision, session, self.scope.get("user"), None, self.header(b"accept-language")
+                )
                 for r in requests
             )
         )
@@ -395,7 +397,15 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         stream = ResponseStream(self, session.id if session else None)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
         task = asyncio.ensure_future(
-            engine.handle_request(self.get_server(), request, rev, session, self.scope.get("user"), stream)
+            engine.handle_request(
+                self.get_server(),
+                request,
+                rev,
+                session,
+                self.scope.get("user"),
+                stream,
+                self.header(b"accept-language"),
+            )
         )
         engine.track(task, session.id if session else None)
 

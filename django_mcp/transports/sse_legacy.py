@@ -116,7 +116,13 @@ class LegacySSEConsumer(MCPConsumer):
                 response = await self.legacy_initialize(message, session)
             else:
                 response = await engine.handle_request(
-                    self.get_server(), message, session.revision, session, self.scope.get("user"), outlet
+                    self.get_server(),
+                    message,
+                    session.revision,
+                    session,
+                    self.scope.get("user"),
+                    outlet,
+                    self.header(b"accept-language"),
                 )
             if response is not None:
                 await outlet.send(response)
