@@ -292,6 +292,7 @@ async def test_completion_from_choices_querysets_and_callables(live: Live, mode:
         assert await complete(client, "summarize", "style", "b") == ["bullet points"]
         assert await complete(client, "summarize", "text", "abc", style="short") == ["abc…for anonymous (short)"]
         assert await complete(client, "embed_note", "slug", "w") == ["welcome"]
+        assert await complete(client, "club_greeting", "club", "R") == ["Readers", "Reviewers"]  # sync + ORM
         # A form whose queryset depends on the caller: nothing for anonymous.
         assert await complete(client, "own_club", "club", "") == []
 

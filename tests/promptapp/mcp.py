@@ -101,3 +101,13 @@ class OwnClubPrompt(TemplatePrompt):
 
 site.register(OwnClubPrompt())
 site.register(TemplatePrompt("nested", "promptapp/nested.txt"))
+
+
+def group_names(value: str) -> list[str]:
+    """A sync completer using the ORM: the server runs it in a thread."""
+    return list(Group.objects.filter(name__startswith=value).order_by("name").values_list("name", flat=True))
+
+
+@site.prompt(complete={"club": group_names})
+def club_greeting(club: str) -> str:
+    return f"Greet the {club} club."
