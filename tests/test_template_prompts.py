@@ -74,12 +74,21 @@ class Live:
         return headers
 
 
-def _fresh_pg_database(name: str) -> None:
+def _pg(*statements: str) -> None:
     import psycopg
 
     with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+        for statement in statements:
+            conn.execute(statement)  # type: ignore[arg-type]  # our own fixed DDL
+
+
+def _fresh_pg_database(name: str) -> None:
+    """A database of this test process's own (helpers and CI jobs may share the PostgreSQL server)."""
+    _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+
+
+def _drop_pg_database(name: str) -> None:
+    _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -89,7 +98,7 @@ def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     extra: dict[str, str] = {}
     if db == "postgres":
         need_service("PostgreSQL", 5432)
-        name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + "_prompts_live"
+        name = f"{os.environ.get('MCP_PG_TEST_NAME', 'test_django_mcp')}_prompts_{os.getpid()}"
         _fresh_pg_database(name)
         extra["MCP_PG_NAME"] = name
     env = server_env(tmp, db=db, layer="memory", **extra)
@@ -99,6 +108,8 @@ def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         yield Live(server, sessions)
     finally:
         server.stop()
+        if "MCP_PG_NAME" in extra:
+            _drop_pg_database(extra["MCP_PG_NAME"])
     log = (tmp / "daphne.log").read_text(errors="replace")
     # The only tracebacks are the deliberately broken template's (test_form_errors_are_invalid_params).
     assert log.count("Traceback") == log.count("TemplateSyntaxError: {% message %} blocks cannot be nested"), log
