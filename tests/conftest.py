@@ -167,6 +167,8 @@ alice, _ = User.objects.update_or_create(username="alice", defaults={"is_staff":
 alice.user_permissions.set(Permission.objects.filter(content_type__app_label="drfapp"))
 bob, _ = User.objects.update_or_create(username="bob", defaults={"is_staff": False})
 bob.user_permissions.clear()
+for name in ("carol", "dave"):  # the throttle test's own callers (throttles count per user)
+    User.objects.update_or_create(username=name)
 """
 
 
@@ -179,3 +181,14 @@ def users_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe
     server.manage("shell", "-c", USERS_SETUP)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def server_log_users(users_server: LiveServer) -> Iterator[None]:
+    """Fail the test if ``users_server`` logged a 500 or a traceback while it ran."""
+    start = users_server.log.stat().st_size
+    yield
+    with users_server.log.open("rb") as f:
+        f.seek(start)
+        log = f.read().decode(errors="replace")
+    assert " 500 " not in log and "Traceback" not in log, log

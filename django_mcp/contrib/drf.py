@@ -340,6 +340,11 @@ def drf_tool(
                 required.append(param["name"])
     if http_method in WRITE_METHODS:
         serializer = _serializer(input_serializer) or inspector.get_request_serializer(path, http_method)
+        if serializer is None:
+            raise ImproperlyConfigured(
+                f"Tool {tool_name!r}: {cls.__name__} has no serializer for its {http_method} body; pass "
+                "input_serializer=... (rest_framework.serializers.Serializer for no body)"
+            )
         if isinstance(serializer, serializers.Serializer):
             body = to_json_schema(inspector.map_serializer(serializer), "input")
             for key, sub in body.get("properties", {}).items():
@@ -387,7 +392,8 @@ def drf_tool(
             lines.append(inspect.cleandoc(doc))
         description = "\n\n".join(lines) or None
 
-    params = [make_param(n, required=n in required) for n in properties]
+    # Only URL arguments are enforced before the call: DRF validates the rest, with its own messages.
+    params = [make_param(n, required=n in path_params) for n in properties]
     tool_holder: list[DRFTool] = []
     fn = make_function(tool_name, description, params, Any, lambda ctx, args: tool_holder[0].call_view(ctx, args))
     tool = DRFTool(

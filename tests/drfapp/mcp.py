@@ -13,7 +13,11 @@ from .models import Item
 # DRF: every action of a viewset (item_list, item_create, ..., item_restock), an APIView, @api_view functions.
 site.register_drf(views.ItemViewSet, output_serializers={"restock": serializers.ItemSerializer})
 site.register_drf(views.StatsView, name="item_stats", output_serializer=serializers.StatsSerializer)
-site.register_drf(views.bulk_create, output_serializer=serializers.ItemSerializer(many=True))
+site.register_drf(
+    views.bulk_create,
+    input_serializer=serializers.BulkSerializer,
+    output_serializer=serializers.ItemSerializer(many=True),
+)
 site.drf_tool(name="api_ping")(views.ping)
 
 
