@@ -160,6 +160,41 @@ class MCPServer:
 
         return register(fn) if fn is not None else register
 
+    def register_drf(self, view: Any, *, action: str | None = None, **options: Any) -> list[Tool]:
+        """Register a DRF view, ``@api_view`` function or viewset as tools (see ``contrib.drf``).
+
+        A viewset without ``action`` gives one tool per action (``book_list``,
+        ``book_create``...); ``actions=[...]`` picks some. Needs the ``drf`` extra.
+        """
+        from .contrib.drf import drf_tool, drf_tools
+
+        tools = [drf_tool(view, action=action, **options)] if action else drf_tools(view, **options)
+        return [self.add_tool(t) for t in tools]
+
+    def drf_tool(self, **options: Any) -> Callable[[F], F]:
+        """Decorator form of ``register_drf`` for an ``APIView``, viewset or ``@api_view`` function."""
+
+        def register(view: F) -> F:
+            self.register_drf(view, **options)
+            return view
+
+        return register
+
+    def register_view(self, view: Callable[..., Any], **options: Any) -> Tool:
+        """Register a function-based Django view as a tool (see ``view_tools.view_tool``)."""
+        from .view_tools import view_tool
+
+        return self.add_tool(view_tool(view, **options))
+
+    def view_tool(self, **options: Any) -> Callable[[F], F]:
+        """Decorator form of ``register_view``: ``@site.view_tool(method="POST", arguments={...})``."""
+
+        def register(view: F) -> F:
+            self.register_view(view, **options)
+            return view
+
+        return register
+
     def add_resource(self, resource: Resource) -> Resource:
         if isinstance(resource, ResourceTemplate):
             self._check_new(self.templates, resource.uri, "Resource template")

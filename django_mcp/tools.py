@@ -21,6 +21,7 @@ from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .access import Check, check_access
+from .conf import mcp_settings
 from .content import CONTENT_TYPES, dump
 from .context import Context
 
@@ -175,7 +176,22 @@ class Tool:
                     out["$defs"] = defs
             out.pop("title", None)
             self.output_schema = out
-        self._runner = fn if self.is_async else sync_to_async(fn, thread_sensitive=True)
+        self._runner = fn if self.is_async else sync_to_async(self._call_sync, thread_sensitive=True)
+
+    def _call_sync(self, **kwargs: Any) -> Any:
+        """Run a sync tool in its thread, in a savepoint when ``ATOMIC_TOOL_CALLS`` is on.
+
+        The savepoint lives on the thread that does the work, so an exception
+        (``ToolError`` included) rolls back every write of the call. Async tools
+        are not wrapped: their ORM calls hop to a thread shared with other
+        requests, where a transaction spanning ``await`` points cannot live.
+        """
+        if mcp_settings.ATOMIC_TOOL_CALLS:
+            from django.db import transaction
+
+            with transaction.atomic():
+                return self.fn(**kwargs)
+        return self.fn(**kwargs)
 
     async def permits(self, ctx: Context) -> bool:
         """Whether ``ctx.user`` may see and call this tool (scopes are checked by the caller)."""

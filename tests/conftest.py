@@ -155,3 +155,40 @@ def server_log(mcp_server: LiveServer) -> Iterator[Path]:
         f.seek(start)
         text = f.read().decode(errors="replace")
     assert " 500 " not in text, text
+
+
+# -- callers with identities (DRF/view tools, per-user visibility, atomic calls) -------------------------------
+
+USERS_SETUP = """
+from django.contrib.auth.models import Permission, User
+from tests.drfapp.models import Item
+Item.objects.all().delete()
+alice, _ = User.objects.update_or_create(username="alice", defaults={"is_staff": True})
+alice.user_permissions.set(Permission.objects.filter(content_type__app_label="drfapp"))
+bob, _ = User.objects.update_or_create(username="bob", defaults={"is_staff": False})
+bob.user_permissions.clear()
+for name in ("carol", "dave"):  # the throttle test's own callers (throttles count per user)
+    User.objects.update_or_create(username=name)
+"""
+
+
+@pytest.fixture(scope="session")
+def users_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """``tests.asgi_users`` (TEST ONLY ``X-Test-User`` header): alice is staff with every drfapp
+    permission, bob is a plain user, no header is anonymous."""
+    tmp = tmp_path_factory.mktemp("users")
+    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.asgi_users:application")
+    server.manage("shell", "-c", USERS_SETUP)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server_log_users(users_server: LiveServer) -> Iterator[None]:
+    """Fail the test if ``users_server`` logged a 500 or a traceback while it ran."""
+    start = users_server.log.stat().st_size
+    yield
+    with users_server.log.open("rb") as f:
+        f.seek(start)
+        log = f.read().decode(errors="replace")
+    assert " 500 " not in log and "Traceback" not in log, log

@@ -15,8 +15,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "channels",
     "django_mcp",
+    "rest_framework",
     "tests.testapp",
     "tests.promptapp",
+    "tests.drfapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -88,6 +90,7 @@ DJANGO_MCP = {
     "SESSION_IDLE_TIMEOUT": float(os.environ.get("MCP_SESSION_IDLE_TIMEOUT", "3600")),
     "SESSION_REVALIDATE_INTERVAL": float(os.environ.get("MCP_SESSION_REVALIDATE", "30")),
     "CLIENT_REQUEST_TIMEOUT": float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT", "300")),
+    "ATOMIC_TOOL_CALLS": os.environ.get("MCP_ATOMIC_TOOL_CALLS", "1") == "1",
 }
 USE_TZ = True
 STATIC_URL = "/static/"

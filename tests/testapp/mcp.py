@@ -150,8 +150,11 @@ async def touch(uri: str = "test://static/hello") -> str:
 
 
 @site.tool
-def queries() -> int:
-    """How many SQL statements this server process has run so far (hot-path tests)."""
+async def queries() -> int:
+    """How many SQL statements this server process has run so far (hot-path tests).
+
+    Async so that the call itself runs no SQL (a sync tool's ATOMIC_TOOL_CALLS savepoint would).
+    """
     from tests.testapp.apps import QUERIES
 
     return next(QUERIES)

@@ -1,0 +1,1 @@
+"""Optional integrations; each module imports its third-party package only when used."""

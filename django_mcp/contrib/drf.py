@@ -1,0 +1,451 @@
+"""Django REST framework views, viewset actions and ``@api_view`` functions as MCP tools.
+
+The call runs through DRF's real stack: a real request goes to the view function
+(``as_view``), where ``MCPCallerAuthentication`` (tried first) authenticates the
+MCP caller, then the view's permission classes, throttles, parsers, serializer
+validation and pagination run as for any HTTP client. The input schema comes
+from the request serializer, filter backends and paginator, the output schema
+from the response serializer, both through DRF's own OpenAPI inspector
+(``AutoSchema``) converted to JSON Schema. Needs the ``drf`` extra.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types
+from asgiref.sync import sync_to_async
+from django.core.exceptions import ImproperlyConfigured
+from rest_framework import serializers
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import APIException
+from rest_framework.mixins import DestroyModelMixin, ListModelMixin, RetrieveModelMixin, UpdateModelMixin
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.schemas.openapi import AutoSchema
+from rest_framework.schemas.utils import get_pk_description
+from rest_framework.views import APIView
+from rest_framework.viewsets import ViewSetMixin
+
+from ..access import Check
+from ..context import Context
+from ..tools import Tool
+from ..view_tools import WRITE_METHODS, build_request, default_annotations, error_text, make_function, refuse_or_fail
+
+STANDARD_ACTIONS = {
+    "list": "GET",
+    "create": "POST",
+    "retrieve": "GET",
+    "update": "PUT",
+    "partial_update": "PATCH",
+    "destroy": "DELETE",
+}
+DETAIL_ACTIONS = frozenset({"retrieve", "update", "partial_update", "destroy"})
+_ACTION_TEXT = {
+    "list": "List {plural}.",
+    "create": "Create one {name}.",
+    "retrieve": "Get one {name}.",
+    "update": "Replace one {name} (every writable field).",
+    "partial_update": "Change some fields of one {name}.",
+    "destroy": "Delete one {name}.",
+}
+
+
+class _Unset:
+    """Default of an optional argument the client did not send (so it is not sent to the view)."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Any = _Unset()
+
+
+class MCPCallerAuthentication(BaseAuthentication):  # type: ignore[misc]  # DRF is untyped
+    """Authenticates a request django_mcp built for a tool call as the MCP caller.
+
+    django_mcp puts it first in the view's ``authentication_classes``; for any
+    other request it does nothing and the view's own authenticators run.
+    """
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        caller = getattr(request._request, "mcp_caller", None)
+        if caller is None or not caller.is_authenticated:
+            return None
+        return caller, getattr(request._request, "mcp_token", None)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="mcp"'
+
+
+def to_json_schema(schema: Any, mode: str) -> Any:
+    """An OpenAPI 3.0 schema from ``AutoSchema`` as JSON Schema 2020-12.
+
+    ``nullable`` becomes a ``"null"`` type; ``mode="input"`` drops read-only
+    properties, ``mode="output"`` write-only ones; OpenAPI-only ``example``s go.
+    """
+    if isinstance(schema, list):
+        return [to_json_schema(s, mode) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("nullable", "example", "readOnly", "writeOnly"):
+            continue
+        if key == "properties":
+            skip = "readOnly" if mode == "input" else "writeOnly"
+            props = {name: sub for name, sub in value.items() if not (isinstance(sub, dict) and sub.get(skip))}
+            out[key] = {name: to_json_schema(sub, mode) for name, sub in props.items()}
+        else:
+            out[key] = to_json_schema(value, mode)
+    if "required" in out and "properties" in out:
+        out["required"] = [r for r in out["required"] if r in out["properties"]]
+        if not out["required"]:
+            del out["required"]
+    if schema.get("nullable"):
+        if "type" in out:
+            out["type"] = [out["type"], "null"] if isinstance(out["type"], str) else [*out["type"], "null"]
+        if "enum" in out and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    return out
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@dataclass
+class DRFTool(Tool):
+    """A tool that calls a DRF view; build it with ``drf_tool`` or ``MCPServer.register_drf``."""
+
+    view_class: Any = None
+    action: str | None = None
+    http_method: str = "GET"
+    path: str = "/"
+    initkwargs: dict[str, Any] = field(default_factory=dict)
+    path_params: list[str] = field(default_factory=list)
+    query_params: list[str] = field(default_factory=list)
+    _view_fn: Callable[..., Any] | None = field(default=None, init=False, repr=False)
+
+    # -- the view ---------------------------------------------------------------------
+    def _initkwargs(self) -> dict[str, Any]:
+        auth = [MCPCallerAuthentication, *(c for c in self.view_class.authentication_classes)]
+        return {**self.initkwargs, "authentication_classes": auth}
+
+    def view_function(self) -> Callable[..., Any]:
+        """The view as a URLconf would call it (built on first use, with the caller's authentication first)."""
+        if self._view_fn is None:
+            if self.action is not None:
+                actions = {self.http_method.lower(): self.action}
+                self._view_fn = self.view_class.as_view(actions, **self._initkwargs())
+            else:
+                self._view_fn = self.view_class.as_view(**self._initkwargs())
+        return self._view_fn
+
+    def view_instance(self) -> Any:
+        return view_instance(self.view_class, self.action, self.http_method, self._initkwargs())
+
+    # -- access -------------------------------------------------------------------------
+    async def permits(self, ctx: Context) -> bool:
+        """Declared permissions/check first, then the view's permission classes for the caller."""
+        if not await super().permits(ctx):
+            return False
+        return bool(await sync_to_async(self._view_permits, thread_sensitive=True)(ctx))
+
+    def _view_permits(self, ctx: Context) -> bool:
+        """``has_permission`` of each permission class on a synthetic request of the caller.
+
+        Object-level checks need an object and stay with the call. A permission
+        class that cannot decide without a real request (it raises) leaves the
+        tool visible: the call runs every check for real.
+        """
+        http = build_request(self.http_method, self.path, ctx)
+        view = self.view_instance()
+        request = view.initialize_request(http)
+        view.request = request
+        if self.action is not None:
+            view.action = self.action
+        try:
+            return all(p.has_permission(request, view) for p in view.get_permissions())
+        except APIException:
+            return False
+        except Exception:  # noqa: BLE001  # undecidable without a real request: the call decides
+            return True
+
+    # -- the call -----------------------------------------------------------------------
+    def call_view(self, ctx: Context, args: dict[str, Any]) -> mcp_types.CallToolResult:
+        """Runs in the tool's thread (inside the ``ATOMIC_TOOL_CALLS`` savepoint)."""
+        args = {k: v for k, v in args.items() if v is not UNSET}
+        kwargs = {k: args.pop(k) for k in self.path_params if k in args}
+        query = {k: args.pop(k) for k in self.query_params if k in args}
+        if self.http_method in WRITE_METHODS:
+            request = build_request(
+                self.http_method,
+                self.path,
+                ctx,
+                query=query,
+                body=json.dumps(args).encode(),
+                content_type="application/json",
+            )
+        else:
+            request = build_request(self.http_method, self.path, ctx, query={**query, **args})
+        response = self.view_function()(request, **kwargs)
+        data = getattr(response, "data", None) if isinstance(response, Response) else None
+        if response.status_code >= 300 and isinstance(response, Response):
+            refuse_or_fail(response, "; ".join(error_text(data)) if data is not None else None)
+        refuse_or_fail(response)
+        if data is None:
+            return mcp_types.CallToolResult(content=[])
+        plain = json.loads(JSONRenderer().render(data))
+        structured = plain if isinstance(plain, dict) else {"result": plain}
+        text = mcp_types.TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))
+        if self.output_schema is None:
+            return mcp_types.CallToolResult(content=[text])
+        return mcp_types.CallToolResult(content=[text], structured_content=structured)
+
+
+def view_instance(cls: Any, action: str | None, method: str, initkwargs: dict[str, Any]) -> Any:
+    """A view object set up as ``dispatch`` would before a request, for schemas and permission checks."""
+    view = cls(**initkwargs)
+    if action is not None:
+        view.action_map = {method.lower(): action}
+        view.action = action
+    view.request = None
+    view.args, view.kwargs = (), {}
+    view.format_kwarg = None
+    view.headers = {}
+    return view
+
+
+def _view_class(view: Any) -> Any:
+    cls = getattr(view, "cls", view)  # @api_view functions and as_view() results carry .cls
+    if not (isinstance(cls, type) and issubclass(cls, APIView)):
+        raise ImproperlyConfigured(f"{view!r} is not a DRF view, viewset or @api_view function")
+    return cls
+
+
+def _method_for(cls: Any, action: str | None, method: str | None) -> str:
+    if method:
+        return method.upper()
+    if action is not None:
+        if action in STANDARD_ACTIONS:
+            return STANDARD_ACTIONS[action]
+        mapping = getattr(getattr(cls, action, None), "mapping", None)
+        if not mapping:
+            raise ImproperlyConfigured(f"{cls.__name__} has no action {action!r}")
+        return str(next(iter(mapping))).upper()
+    handlers = [m.upper() for m in ("get", "post", "put", "patch", "delete") if hasattr(cls, m)]
+    if len(handlers) != 1:
+        raise ImproperlyConfigured(f"{cls.__name__} handles {handlers}: pass method=... to choose one")
+    return handlers[0]
+
+
+def _serializer(spec: Any) -> Any:
+    if spec is None:
+        return None
+    return spec() if isinstance(spec, type) else spec
+
+
+def _lookup_schema(view: Any, name: str) -> dict[str, Any]:
+    from django.db import models
+
+    model = getattr(getattr(view, "queryset", None), "model", None)
+    schema: dict[str, Any] = {"type": "string"}
+    if model is not None:
+        try:
+            model_field = model._meta.get_field(getattr(view, "lookup_field", "pk"))
+        except Exception:  # noqa: BLE001  # "pk" or a custom lookup: fall back to the primary key
+            model_field = model._meta.pk
+        if isinstance(model_field, (models.AutoField, models.IntegerField)):
+            schema = {"type": "integer"}
+        schema["description"] = str(get_pk_description(model, model_field))
+    return schema
+
+
+def drf_tool(
+    view: Any,
+    *,
+    action: str | None = None,
+    method: str | None = None,
+    name: str | None = None,
+    basename: str | None = None,
+    path: str = "/",
+    url_kwargs: Sequence[str] = (),
+    input_serializer: Any = None,
+    output_serializer: Any = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    scopes: Sequence[str] = (),
+    permissions: Sequence[str] = (),
+    check: Check | None = None,
+) -> DRFTool:
+    """One tool for a DRF view: an ``APIView``, an ``@api_view`` function, or one viewset ``action``.
+
+    ``input_serializer``/``output_serializer`` (class or instance; ``many=True``
+    for a list) replace what ``get_serializer()`` gives, for views without a
+    ``serializer_class``. ``url_kwargs`` names URL arguments of a plain APIView;
+    viewsets and generic detail views get their lookup argument automatically.
+    """
+    cls = _view_class(view)
+    is_viewset = issubclass(cls, ViewSetMixin)
+    if is_viewset and action is None:
+        raise ImproperlyConfigured(f"{cls.__name__} is a viewset: pass action=... (or use register_drf)")
+    http_method = _method_for(cls, action, method)
+    model = getattr(getattr(cls, "queryset", None), "model", None)
+    base = basename or (model._meta.model_name if model is not None else _snake(cls.__name__).removesuffix("_view_set"))
+    initkwargs: dict[str, Any] = {}
+    detail = action in DETAIL_ACTIONS
+    if is_viewset:
+        func = getattr(cls, action or "", None)
+        extra = getattr(func, "kwargs", None) if action not in STANDARD_ACTIONS else None
+        if action not in STANDARD_ACTIONS:
+            detail = bool(getattr(func, "detail", False))
+        initkwargs = {**(extra or {}), "basename": base, "detail": detail}
+    elif issubclass(cls, (RetrieveModelMixin, UpdateModelMixin, DestroyModelMixin)) and http_method != "POST":
+        detail = not (issubclass(cls, ListModelMixin) and http_method == "GET")
+    # @api_view functions become a class named after the function, which keeps its docstring.
+    tool_name = name or (f"{base}_{action}" if is_viewset else _snake(cls.__name__))
+
+    instance = view_instance(cls, action, http_method, initkwargs)
+    inspector = AutoSchema()
+    inspector.view = instance
+    is_list = (action == "list") if is_viewset else (http_method == "GET" and not detail and hasattr(cls, "list"))
+
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    path_params = list(url_kwargs)
+    if detail and (is_viewset or not url_kwargs):
+        path_params = [str(getattr(cls, "lookup_url_kwarg", None) or getattr(cls, "lookup_field", "pk"))]
+    for p in path_params:
+        properties[p] = _lookup_schema(instance, p)
+        required.append(p)
+    query_params: list[str] = []
+    if is_list:
+        declared = inspector.get_filter_parameters(path, http_method)
+        declared += inspector.get_pagination_parameters(path, http_method)
+        for param in declared:
+            schema = to_json_schema(dict(param.get("schema") or {}), "input")
+            if param.get("description"):
+                schema["description"] = str(param["description"])
+            properties[param["name"]] = schema
+            query_params.append(param["name"])
+            if param.get("required"):
+                required.append(param["name"])
+    if http_method in WRITE_METHODS:
+        serializer = _serializer(input_serializer) or inspector.get_request_serializer(path, http_method)
+        if serializer is None:
+            raise ImproperlyConfigured(
+                f"Tool {tool_name!r}: {cls.__name__} has no serializer for its {http_method} body; pass "
+                "input_serializer=... (rest_framework.serializers.Serializer for no body)"
+            )
+        if isinstance(serializer, serializers.Serializer):
+            body = to_json_schema(inspector.map_serializer(serializer), "input")
+            for key, sub in body.get("properties", {}).items():
+                if key in properties:
+                    raise ImproperlyConfigured(f"Tool {tool_name!r}: {key!r} is both a URL/query and a body argument")
+                properties[key] = sub
+            if action != "partial_update" and http_method != "PATCH":
+                required.extend(body.get("required", []))
+    input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        input_schema["required"] = required
+
+    output_schema: dict[str, Any] | None = None
+    if http_method != "DELETE":
+        out = _serializer(output_serializer)
+        if out is None and (action is None or action in STANDARD_ACTIONS):
+            # An extra @action's serializer_class describes its input; what it returns is unknown.
+            out = inspector.get_response_serializer(path, http_method)
+            if out is not None and is_list:
+                out = serializers.ListSerializer(child=out)
+        item_schema: Any = None
+        if isinstance(out, serializers.ListSerializer):
+            item_schema = {"type": "array", "items": inspector.map_serializer(out.child)}
+            paginator = inspector.get_paginator() if is_list else None
+            if paginator is not None:
+                item_schema = paginator.get_paginated_response_schema(item_schema)
+        elif isinstance(out, serializers.Serializer):
+            item_schema = inspector.map_serializer(out)
+        if item_schema is not None:
+            item_schema = to_json_schema(item_schema, "output")
+            if item_schema.get("type") == "object":
+                output_schema = item_schema
+            else:
+                output_schema = {"type": "object", "properties": {"result": item_schema}, "required": ["result"]}
+
+    if description is None:
+        func = getattr(cls, action, None) if action else None
+        own = func.__doc__ if func is not None and action not in STANDARD_ACTIONS else None
+        lines = []
+        if action in _ACTION_TEXT and model is not None:
+            meta = model._meta
+            lines.append(_ACTION_TEXT[action].format(name=meta.verbose_name, plural=meta.verbose_name_plural))
+        doc = own or cls.__doc__
+        if doc:
+            lines.append(inspect.cleandoc(doc))
+        description = "\n\n".join(lines) or None
+
+    # Only URL arguments are enforced before the call: DRF validates the rest, with its own messages.
+    params = [make_param(n, required=n in path_params) for n in properties]
+    tool_holder: list[DRFTool] = []
+    fn = make_function(tool_name, description, params, Any, lambda ctx, args: tool_holder[0].call_view(ctx, args))
+    tool = DRFTool(
+        fn,
+        name=tool_name,
+        title=title,
+        description=description,
+        annotations=annotations if annotations is not None else default_annotations(http_method),
+        scopes=list(scopes),
+        permissions=list(permissions),
+        check=check,
+        input_schema=input_schema,
+        view_class=cls,
+        action=action,
+        http_method=http_method,
+        path=path,
+        initkwargs=initkwargs,
+        path_params=path_params,
+        query_params=query_params,
+    )
+    tool.output_schema = output_schema
+    tool_holder.append(tool)
+    return tool
+
+
+def make_param(name: str, *, required: bool) -> Any:
+    """A signature parameter for one argument: any JSON value, validated by DRF itself."""
+    default = inspect.Parameter.empty if required else UNSET
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Any)
+
+
+def drf_tools(
+    viewset: Any,
+    *,
+    actions: Sequence[str] | None = None,
+    basename: str | None = None,
+    output_serializers: dict[str, Any] | None = None,
+    **options: Any,
+) -> list[DRFTool]:
+    """A tool per action of a viewset: the standard actions it has, then its extra ``@action`` methods.
+
+    ``output_serializers`` maps an action to the serializer of what it returns
+    (extra actions have no output schema without one).
+    """
+    cls = _view_class(viewset)
+    if not issubclass(cls, ViewSetMixin):
+        return [drf_tool(viewset, basename=basename, **options)]
+    if actions is None:
+        actions = [a for a in STANDARD_ACTIONS if hasattr(cls, a)]
+        actions += [f.__name__ for f in cls.get_extra_actions()]
+    outputs = output_serializers or {}
+    return [drf_tool(cls, action=a, basename=basename, output_serializer=outputs.get(a), **options) for a in actions]
+
+
+__all__ = ["DRFTool", "MCPCallerAuthentication", "drf_tool", "drf_tools", "to_json_schema"]

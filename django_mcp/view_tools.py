@@ -1,0 +1,332 @@
+"""Django views as MCP tools: a real ``HttpRequest`` whose ``user`` is the MCP caller.
+
+A view is already an API with its own checks (``login_required``,
+``permission_required``, DRF permission classes...). Calling it with a request
+built from the tool's arguments keeps all of them in force, instead of copying
+them into the tool. The response is mapped back: 2xx is the result, 401/403 and
+redirects to the login page are refusals, other 4xx/5xx are ``isError`` results
+with the view's message. ``contrib.drf`` builds on the same request and mapping.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, get_type_hints
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import Http404, HttpResponseBase
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import strip_tags
+from pydantic import BaseModel, TypeAdapter
+
+from .access import Check
+from .content import image
+from .context import Context
+from .exceptions import ToolError
+from .tools import Tool
+
+#: Keyword under which generated tool functions receive the ``Context``.
+CTX = "mcp_ctx__"
+#: Longest error text taken from a response body.
+MAX_ERROR_TEXT = 2000
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def request_host() -> str:
+    """A host name ``ALLOWED_HOSTS`` accepts, so ``build_absolute_uri`` works in the view."""
+    for host in settings.ALLOWED_HOSTS:
+        host = host.lstrip(".")
+        if host and host != "*":
+            return host
+    return "localhost"
+
+
+def build_request(
+    method: str,
+    path: str,
+    ctx: Context,
+    *,
+    query: Mapping[str, Any] | None = None,
+    body: bytes = b"",
+    content_type: str = "",
+) -> WSGIRequest:
+    """A real Django request for the MCP caller, as the WSGI handler would build it.
+
+    ``request.user`` is the caller; ``request.mcp`` is the tool's ``Context``.
+    ``REMOTE_ADDR`` is loopback: the client's address does not reach tools, so
+    anonymous rate limits keyed on it are shared by every anonymous caller.
+    """
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method.upper(),
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path,
+        "QUERY_STRING": urlencode(query or {}, doseq=True),
+        "SERVER_NAME": request_host(),
+        "SERVER_PORT": "80",
+        "HTTP_HOST": request_host(),
+        "HTTP_ACCEPT": "application/json",
+        "REMOTE_ADDR": "127.0.0.1",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "CONTENT_LENGTH": str(len(body)),
+    }
+    if content_type:
+        environ["CONTENT_TYPE"] = content_type
+    request = WSGIRequest(environ)
+    request.user = ctx.user  # type: ignore[assignment]  # any user model
+    request.mcp = ctx  # type: ignore[attr-defined]
+    request.mcp_caller = ctx.user  # type: ignore[attr-defined]
+    return request
+
+
+def error_text(data: Any, prefix: str = "") -> list[str]:
+    """Field messages of a DRF-style error body: ``{"title": ["This field is required."]}``."""
+    if isinstance(data, Mapping):
+        lines: list[str] = []
+        for key, value in data.items():
+            where = prefix if key in ("detail", "non_field_errors") else f"{prefix}{key}"
+            lines.extend(error_text(value, f"{where}." if where else ""))
+        return lines
+    if isinstance(data, (list, tuple)):
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in data):
+            label = prefix.rstrip(".")
+            text = " ".join(str(v) for v in data)
+            return [f"{label}: {text}" if label else text] if data else []
+        lines = []
+        for i, item in enumerate(data):
+            lines.extend(error_text(item, f"{prefix}{i}."))
+        return lines
+    label = prefix.rstrip(".")
+    return [f"{label}: {data}" if label else str(data)]
+
+
+def body_text(response: HttpResponseBase) -> str:
+    """A response body as plain text (HTML tags stripped), for messages."""
+    raw = response_bytes(response)
+    text = raw.decode(response.charset or "utf-8", errors="replace")
+    if "html" in response.get("Content-Type", ""):
+        text = re.sub(r"\s+", " ", strip_tags(text)).strip()
+    return text[:MAX_ERROR_TEXT]
+
+
+def response_bytes(response: HttpResponseBase) -> bytes:
+    render = getattr(response, "render", None)
+    if render is not None and not getattr(response, "is_rendered", True):
+        render()
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content)  # type: ignore[attr-defined]
+    return bytes(response.content)  # type: ignore[attr-defined]
+
+
+def refuse_or_fail(response: HttpResponseBase, message: str | None = None) -> None:
+    """Raise for a response that is not a success; ``message`` overrides the body's text."""
+    status = response.status_code
+    if status < 300:
+        return
+    if status in (401, 403):
+        raise PermissionDenied(message or body_text(response) or "Permission denied")
+    if 300 <= status < 400:
+        location = response.get("Location", "")
+        if location.split("?")[0] == str(settings.LOGIN_URL).split("?")[0] or "login" in location:
+            raise PermissionDenied("Authentication required")
+        raise ToolError(f"The view redirected to {location}")
+    if status >= 500:
+        raise ToolError(f"The view failed (HTTP {status})")
+    raise ToolError(message or body_text(response) or f"HTTP {status}")
+
+
+def _arguments(arguments: type[BaseModel] | Mapping[str, Any] | None) -> list[inspect.Parameter]:
+    """Declared arguments as keyword-only parameters: a pydantic model or ``{name: type | (type, default)}``."""
+    params: list[inspect.Parameter] = []
+    if arguments is None:
+        return params
+    if isinstance(arguments, type) and issubclass(arguments, BaseModel):
+        from typing import Annotated
+
+        for name, finfo in arguments.model_fields.items():
+            default = inspect.Parameter.empty if finfo.is_required() else finfo.get_default(call_default_factory=True)
+            ann = Annotated[finfo.annotation, finfo] if finfo.metadata or finfo.description else finfo.annotation
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+        return params
+    for name, spec in arguments.items():
+        ann, default = spec if isinstance(spec, tuple) else (spec, inspect.Parameter.empty)
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+    return params
+
+
+def make_function(
+    name: str,
+    doc: str | None,
+    params: Sequence[inspect.Parameter],
+    returns: Any,
+    body: Callable[[Context, dict[str, Any]], Any],
+    *,
+    is_async: bool = False,
+) -> Callable[..., Any]:
+    """A function with a declared signature (so ``Tool`` derives the schema) that calls ``body(ctx, args)``."""
+    if is_async:
+
+        async def call(**kwargs: Any) -> Any:
+            ctx = kwargs.pop(CTX)
+            return await body(ctx, kwargs)
+
+        fn: Callable[..., Any] = call
+    else:
+
+        def call_sync(**kwargs: Any) -> Any:
+            ctx = kwargs.pop(CTX)
+            return body(ctx, kwargs)
+
+        fn = call_sync
+    ctx_param = inspect.Parameter(CTX, inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    fn.__signature__ = inspect.Signature([*params, ctx_param], return_annotation=returns)  # type: ignore[attr-defined]
+    fn.__annotations__ = {p.name: p.annotation for p in params} | {CTX: Context, "return": returns}
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+class ViewTool(Tool):
+    """A tool that calls a Django view; see ``view_tool``."""
+
+    view: Callable[..., Any]
+    http_method: str
+    url_kwargs: list[str]
+
+
+def view_tool(
+    view: Callable[..., Any],
+    *,
+    name: str | None = None,
+    method: str = "GET",
+    arguments: type[BaseModel] | Mapping[str, Any] | None = None,
+    output: Any = None,
+    path: str | None = None,
+    body: Literal["form", "json"] = "form",
+    title: str | None = None,
+    description: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    scopes: Sequence[str] = (),
+    permissions: Sequence[str] = (),
+    check: Check | None = None,
+) -> ViewTool:
+    """Expose a function-based view as a tool.
+
+    The view's own parameters after ``request`` become URL arguments (typed by
+    their annotations, ``str`` by default); ``arguments`` declares the rest,
+    sent as the query string for GET/DELETE and as the body (``form`` or
+    ``json``) otherwise. ``output`` (a pydantic-compatible type) parses a JSON
+    response into ``structuredContent`` and publishes its ``outputSchema``.
+    """
+    method = method.upper()
+    sig = inspect.signature(view)
+    hints = get_type_hints(view)
+    url_params = [
+        inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.default, annotation=hints.get(p.name, str))
+        for p in list(sig.parameters.values())[1:]
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    url_kwargs = [p.name for p in url_params]
+    tool_name = name or view.__name__
+    adapter = TypeAdapter(output) if output is not None else None
+    is_async = inspect.iscoroutinefunction(view)
+
+    def prepare(ctx: Context, args: dict[str, Any]) -> tuple[WSGIRequest, dict[str, Any]]:
+        kwargs = {k: args.pop(k) for k in url_kwargs if k in args}
+        data = {k: _plain(v) for k, v in args.items() if v is not None}
+        try:
+            where = path or reverse(view, kwargs=kwargs)
+        except NoReverseMatch:
+            where = "/"
+        if method in WRITE_METHODS:
+            if body == "json":
+                request = build_request(
+                    method, where, ctx, body=json.dumps(data).encode(), content_type="application/json"
+                )
+            else:
+                encoded = urlencode(data, doseq=True).encode()
+                request = build_request(
+                    method, where, ctx, body=encoded, content_type="application/x-www-form-urlencoded"
+                )
+        else:
+            request = build_request(method, where, ctx, query=data)
+        return request, kwargs
+
+    def finish(response: HttpResponseBase) -> Any:
+        refuse_or_fail(response)
+        if adapter is not None:
+            return adapter.validate_json(response_bytes(response))
+        content_type = response.get("Content-Type", "")
+        if content_type.startswith("image/"):
+            return image(response_bytes(response), content_type.split(";")[0])
+        raw = response_bytes(response)
+        return raw.decode(response.charset or "utf-8", errors="replace")
+
+    def run_sync(ctx: Context, args: dict[str, Any]) -> Any:
+        request, kwargs = prepare(ctx, args)
+        try:
+            response = view(request, **kwargs)
+        except Http404 as exc:
+            raise ToolError(str(exc) or "Not found") from None
+        return finish(response)
+
+    async def run_async(ctx: Context, args: dict[str, Any]) -> Any:
+        request, kwargs = prepare(ctx, args)
+        try:
+            response = await view(request, **kwargs)
+        except Http404 as exc:
+            raise ToolError(str(exc) or "Not found") from None
+        return finish(response)
+
+    fn = make_function(
+        tool_name,
+        inspect.getdoc(view),
+        [*url_params, *_arguments(arguments)],
+        output if output is not None else Any,
+        run_async if is_async else run_sync,
+        is_async=is_async,
+    )
+    tool = ViewTool(
+        fn,
+        name=tool_name,
+        title=title,
+        description=description,
+        annotations=annotations if annotations is not None else default_annotations(method),
+        scopes=list(scopes),
+        permissions=list(permissions),
+        check=check,
+    )
+    tool.view, tool.http_method, tool.url_kwargs = view, method, url_kwargs
+    return tool
+
+
+def _plain(value: Any) -> Any:
+    """Argument values as a view receives them (models dumped, lists kept for ``getlist``)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def default_annotations(method: str) -> dict[str, Any]:
+    """Tool hints implied by the HTTP method (a client may show or confirm accordingly)."""
+    method = method.upper()
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return {"readOnlyHint": True}
+    if method == "DELETE":
+        return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
+    if method == "PUT":
+        return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
+    return {"readOnlyHint": False, "destructiveHint": False}
+
+
+__all__ = ["ViewTool", "build_request", "default_annotations", "error_text", "refuse_or_fail", "view_tool"]

@@ -1,0 +1,31 @@
+"""The official SDK client as a given user of ``users_server`` (TEST ONLY ``X-Test-User`` header)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+#: Both eras: the handshake era (legacy mode, 2025-11-25) and the stateless 2026-07-28 era.
+MODES = ["legacy", "2026-07-28"]
+
+
+def client(url: str, mode: str, user: str | None = None, **extra: Any) -> Client:
+    http = create_mcp_http_client(headers={"X-Test-User": user} if user else None)
+    kwargs: dict[str, Any] = {"mode": mode, "read_timeout_seconds": 30}
+    if mode != "legacy":
+        kwargs["cache"] = None
+    kwargs.update(extra)
+    return Client(streamable_http_client(url, http_client=http), **kwargs)
+
+
+def unique(prefix: str) -> str:
+    """A name no other test (or earlier run on a kept PostgreSQL database) used."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)

@@ -1,0 +1,1 @@
+"""A small DRF API (items on shelves) that the suite exposes as MCP tools."""

@@ -1,0 +1,60 @@
+"""``manage.py mcp_inspect``: the same definitions clients list, as JSON or a table, optionally per user."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.callers import client
+from tests.conftest import LiveServer
+
+
+def inspect_json(server: LiveServer, *args: str) -> dict[str, object]:
+    return json.loads(server.manage("mcp_inspect", "--format", "json", *args))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("user", ["alice", "bob"])
+async def test_json_matches_what_the_user_lists(users_server: LiveServer, user: str) -> None:
+    data = inspect_json(users_server, "--user", user)
+    async with client(users_server.url, "2026-07-28", user) as c:
+        tools = (await c.list_tools()).tools
+        resources = (await c.list_resources()).resources
+        prompts = (await c.list_prompts()).prompts
+    listed = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]
+    assert data["tools"] == listed  # names, order and every schema, exactly as tools/list sends them
+    assert [r["uri"] for r in data["resources"]] == [str(r.uri) for r in resources]  # type: ignore[index, union-attr]
+    assert [p["name"] for p in data["prompts"]] == [p.name for p in prompts]  # type: ignore[index, union-attr]
+
+
+def test_unfiltered_json_lists_everything(users_server: LiveServer) -> None:
+    data = inspect_json(users_server)
+    assert data["server"] == {"name": "django-mcp-tests", "version": "0.1.0"}
+    names = [t["name"] for t in data["tools"]]  # type: ignore[index, union-attr]
+    assert {"purge_items", "staff_hello", "item_stats", "item_create", "add"} <= set(names)
+    create = next(t for t in data["tools"] if t["name"] == "item_create")  # type: ignore[index, union-attr]
+    assert create["inputSchema"]["required"] == ["name"]
+    assert [t["uriTemplate"] for t in data["resourceTemplates"]] == ["test://items/{item_id}"]  # type: ignore[index, union-attr]
+
+
+def test_table(users_server: LiveServer) -> None:
+    out = users_server.manage("mcp_inspect")
+    assert out.startswith("MCP server 'django-mcp-tests'")
+    lines = out.splitlines()
+    row = next(line for line in lines if line.startswith("item_update "))
+    assert "pk*: integer, name*: string, quantity: integer, note: string|null" in row
+    assert "DRF permission classes" in row and "Replace one item" in row
+    assert any(line.startswith("purge_items ") and "perm:drfapp.delete_item" in line for line in lines)
+    assert any(line.startswith("audit_items ") and "focus" in line for line in lines)
+    bob = users_server.manage("mcp_inspect", "--user", "bob")
+    assert "purge_items" not in bob and "item_stats" not in bob and "item_list" in bob
+
+
+def test_bad_options(users_server: LiveServer) -> None:
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        users_server.manage("mcp_inspect", "--user", "nobody")
+    assert "No user named 'nobody'" in err.value.stderr
+    with pytest.raises(subprocess.CalledProcessError) as err:
+        users_server.manage("mcp_inspect", "--server", "tests.drfapp.models.Item")
+    assert "not an MCPServer instance" in err.value.stderr
