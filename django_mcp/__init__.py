@@ -2,7 +2,7 @@
 
 Public API::
 
-    from django_mcp import site, MCPServer, Context, ToolError
+    from django_mcp import site, MCPServer, ModelResource, Context, ToolError
     from django_mcp import content   # text(), image(), audio(), embedded_resource(), resource_link()
 """
 
@@ -17,6 +17,7 @@ __all__ = [
     "MCPError",
     "MCPServer",
     "Message",
+    "ModelResource",
     "ToolError",
     "__version__",
     "assistant",
@@ -27,6 +28,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .context import Context
     from .exceptions import MCPError, ToolError
+    from .model_resources import ModelResource
     from .prompts import Message, assistant, user
     from .server import MCPServer
 
@@ -38,6 +40,7 @@ _LAZY = {
     "ToolError": ("exceptions", "ToolError"),
     "MCPError": ("exceptions", "MCPError"),
     "Message": ("prompts", "Message"),
+    "ModelResource": ("model_resources", "ModelResource"),
     "user": ("prompts", "user"),
     "assistant": ("prompts", "assistant"),
 }

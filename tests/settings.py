@@ -16,6 +16,7 @@ INSTALLED_APPS = [
     "channels",
     "django_mcp",
     "tests.testapp",
+    "tests.modelapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
