@@ -330,3 +330,120 @@ async def test_listen_stream_receives_model_changes(live: Any) -> None:
         kinds = [type(e).__name__ for e in events]
         assert len(kinds) == 2 and kinds[0] != kinds[1]
         assert any(getattr(e, "uri", None) == uri for e in events)
+
+
+# -- query bounds (in process: pytest-django counts this process's queries) ----------------------
+
+
+def _exchange(user: Any, method: str, params: dict[str, Any]) -> Any:
+    from django_mcp import site
+    from django_mcp.engine import Exchange
+    from django_mcp.protocol.jsonrpc import Request
+
+    return site, Exchange(site, Request(1, method, params), "2026-07-28", None, user, None)
+
+
+def _call(user: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    from asgiref.sync import async_to_sync
+
+    server, ex = _exchange(user, method, params)
+    return async_to_sync(server.handle)(method, params, ex)  # type: ignore[no-any-return]
+
+
+@pytest.mark.django_db
+def test_listing_and_reading_make_a_bounded_number_of_queries(django_assert_max_num_queries: Any) -> None:
+    from django.contrib.auth.models import Permission, User
+
+    from tests.modelapp.models import Document, Shelf, Tag
+
+    reader = User.objects.create_user("reader", is_staff=True)
+    reader.user_permissions.set(
+        Permission.objects.filter(codename__startswith="view_", content_type__app_label="modelapp")
+    )
+    shelves = Shelf.objects.bulk_create([Shelf(name=f"s{i}") for i in range(3)])
+    tags = Tag.objects.bulk_create([Tag(slug=f"t{i}") for i in range(5)])
+    docs = Document.objects.bulk_create([Document(title=f"d{i}", shelf=shelves[i % 3]) for i in range(150)])
+    Document.tags.through.objects.bulk_create(
+        [Document.tags.through(document_id=d.pk, tag_id=t.pk) for d in docs for t in tags]
+    )
+    reader = User.objects.get(pk=reader.pk)  # a fresh permission cache
+    pages: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        # One page of 100 spans shelves, tags and documents: str(document) needs its shelf (select_related).
+        with django_assert_max_num_queries(8):
+            page = _call(reader, "resources/list", {"cursor": cursor} if cursor else {})
+        pages.append(page)
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            break
+    listed = [r for p in pages for r in p["resources"] if r["uri"].startswith("django://modelapp/document/")]
+    assert len(listed) == 150 and listed[0]["name"] == "d0 (s0)"
+    assert len(pages[0]["resources"]) == 100
+    with django_assert_max_num_queries(3):  # the document with its shelf, then its tags (prefetch_related)
+        got = _call(reader, "resources/read", {"uri": listed[0]["uri"]})
+    assert len(json.loads(got["contents"][0]["text"])["tags"]) == 5
+
+
+# -- across workers: two daphne processes, PostgreSQL, Redis ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Any]:
+    import os
+
+    from tests.conftest import need_service
+
+    need_service("PostgreSQL", 5432)
+    need_service("Redis", 6379)
+    import psycopg
+
+    name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + "_workers"
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    tmp = tmp_path_factory.mktemp("model-workers")
+    env = server_env(tmp, db="postgres", layer="redis", MCP_PG_NAME=name, MCP_MEDIA_ROOT=str(tmp / "media"))
+    a = start_server(env, tmp / "a.log", app="tests.asgi_users:application")
+    b = start_server(env, tmp / "b.log", migrate=False, app="tests.asgi_users:application")
+    a1, a2, b1 = (int(x) for x in a.manage("shell", "-c", SETUP).splitlines()[-1].split())
+    yield a, b, {"a1": a1, "a2": a2, "b1": b1}
+    for server in (a, b):
+        server.stop()
+    for log in (tmp / "a.log", tmp / "b.log"):
+        assert "Traceback" not in log.read_text(errors="replace")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_model_changes_reach_subscribers_on_another_worker(workers: Any) -> None:
+    a, b, pks = workers
+    uri = doc(pks["a1"])
+    notes = Notes()
+    async with (
+        connect((a, pks), "legacy", "alice", message_handler=notes) as on_a,
+        connect((b, pks), "legacy", "alice") as on_b,
+        connect((a, pks), "2026-07-28", "alice") as listener,
+    ):
+        await on_a.subscribe_resource(uri)
+        async with listener.listen(resources_list_changed=True, resource_subscriptions=[uri]) as sub:
+            events: list[Any] = []
+
+            async def collect() -> None:
+                async for event in sub:
+                    events.append(event)
+                    if any(getattr(e, "uri", None) == uri for e in events):
+                        return
+
+            task = asyncio.create_task(collect())
+            await asyncio.sleep(0.3)
+            await _write(on_b, action="rename", doc=pks["a1"], title="rolled back", rollback=True)
+            await _write(on_b, action="rename", doc=pks["a1"], title="Alpha report v2")  # a tool on worker B
+            await notes.wait_for(("notifications/resources/updated", uri))
+            await asyncio.wait_for(task, 10)
+        assert notes.got.count(("notifications/resources/updated", uri)) == 1  # not for the rolled-back write
+        # A write from another process altogether (a management command, the admin...) reaches A too.
+        a.manage(
+            "shell", "-c", "from tests.modelapp.models import Document; Document.objects.create(title='x', shelf_id=1)"
+        )
+        await notes.wait_for(("notifications/resources/list_changed", None))
