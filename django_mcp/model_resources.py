@@ -52,7 +52,8 @@ class ModelResource:
     """
 
     model: type[models.Model]
-    #: Field names to serialize (``None`` or ``"__all__"``: every concrete and many-to-many field).
+    #: Field names to serialize (``None`` or ``"__all__"``: every concrete and many-to-many field;
+    #: reverse relations such as ``books`` only when named).
     fields: Sequence[str] | str | None = None
     exclude: Sequence[str] = ()
     #: A DRF serializer class; when set it produces the JSON instead of ``fields``.
@@ -95,11 +96,11 @@ class ModelResource:
             self._field_for(var)
 
     # -- declaration -----------------------------------------------------------------
-    def _resolve_fields(self) -> list[models.Field[Any, Any]]:
-        candidates: list[Any] = [
-            f for f in self.opts.get_fields() if f.concrete or (f.many_to_many and not f.auto_created)
-        ]
-        by_name = {f.name: f for f in candidates}
+    def _resolve_fields(self) -> list[Any]:
+        every: list[Any] = list(self.opts.get_fields())
+        candidates = [f for f in every if f.concrete or (f.many_to_many and not f.auto_created)]
+        # Reverse relations (``author.books``) only when named in ``fields``.
+        by_name = {f.name: f for f in every if f.concrete or f.many_to_many or f.one_to_many}
         if self.fields is None or self.fields == "__all__":
             chosen = candidates
         else:
@@ -141,8 +142,9 @@ class ModelResource:
             return self.serializer_class(obj, context={"ctx": ctx, "view": self}).data
         data: dict[str, Any] = {}
         for f in self.model_fields:
-            if f.many_to_many:
-                data[f.name] = [self.related_ref(f, o) for o in getattr(obj, f.name).all()]
+            if f.many_to_many or f.one_to_many:
+                accessor = f.name if f.concrete else f.get_accessor_name()
+                data[f.name] = [self.related_ref(f, o) for o in getattr(obj, accessor).all()]
             elif f.is_relation:
                 data[f.name] = self.foreign_ref(obj, f)
             elif isinstance(f, models.FileField):
