@@ -293,8 +293,12 @@ class ModelResource:
     def list_entry(self, obj: models.Model) -> dict[str, Any]:
         return {"uri": self.uri_for(obj), "name": self.object_name(obj), "mimeType": self.mime_type}
 
-    def completions(self, ctx: Context, var: str, value: str, others: dict[str, str]) -> tuple[list[str], int]:
-        """Values of template variable ``var`` starting with (or, via ``search_fields``, matching) ``value``."""
+    def completions(self, ctx: Context, var: str, value: str, others: dict[str, str]) -> tuple[list[str], int | None]:
+        """Values of template variable ``var`` starting with (or, via ``search_fields``, matching) ``value``.
+
+        Returns at most 100 values and their total, or None for the total when
+        more objects matched than were examined.
+        """
         if var not in self.template.variables:
             return [], 0
         lookup = self._field_for(var)
@@ -311,7 +315,8 @@ class ModelResource:
         values: list[str] = []
         seen: set[str] = set()
         extra = 0
-        for obj in qs.order_by("pk")[: MAX_COMPLETIONS * 2]:
+        scanned = list(qs.order_by("pk")[: MAX_COMPLETIONS * 2])
+        for obj in scanned:
             if not self.has_permission(ctx, obj):
                 continue
             v = str(getattr(obj, lookup))
@@ -322,7 +327,7 @@ class ModelResource:
                 values.append(v)
             else:
                 extra += 1
-        return values, len(values) + extra
+        return values, None if len(scanned) == MAX_COMPLETIONS * 2 else len(values) + extra
 
     # -- the template the server lists --------------------------------------------------
     def as_template(self) -> ModelResourceTemplate:
@@ -391,8 +396,31 @@ class ModelResourceTemplate(ResourceTemplate):
 
     async def completion_values(
         self, ctx: Context, var: str, value: str, others: dict[str, str]
-    ) -> tuple[list[str], int]:
+    ) -> tuple[list[str], int | None]:
         return await sync_to_async(self.resource.completions, thread_sensitive=True)(ctx, var, value, others)
+
+
+async def readable(server: MCPServer, uri: str, ex: Any) -> bool:
+    """False for an object URI of a ``ModelResource`` that ``ex``'s caller may not read (or that is absent).
+
+    Other URIs are left to their own rules. ``subscriptions/listen`` uses it so that
+    listening reveals no more than reading would.
+    """
+    from .access import visible
+
+    for tpl in server.templates.values():
+        if isinstance(tpl, ModelResourceTemplate):
+            variables = tpl.template.match(uri)
+            if variables is None:
+                continue
+            if not await visible(tpl, ex):
+                return False
+            try:
+                await tpl.ensure_exists(uri, variables, Context(ex))
+            except ResourceNotFound:
+                return False
+            return True
+    return True
 
 
 # -- resources/list: static resources, then every visible ModelResource's objects ---------

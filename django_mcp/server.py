@@ -407,8 +407,8 @@ async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchang
     items = [r.definition() for r in server.resources.values() if await visible(r, ex)]
     models = [t for t in server.templates.values() if isinstance(t, ModelResourceTemplate)]
     sources = [t.resource for t in models if await visible(t, ex)]
-    if not sources and "cursor" not in params:
-        return server.page(items, params, "resources", "resources")
+    if not sources:  # nothing to query: no thread hop
+        return list_page(items, [], Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
     page = sync_to_async(list_page, thread_sensitive=True)
     return await page(items, sources, Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
 
@@ -489,7 +489,10 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
     values: list[str]
     if isinstance(tpl, ModelResourceTemplate) and source is None:
         values, total = await tpl.completion_values(Context(ex), arg["name"], str(value), dict(context_args))
-        return {"completion": {"values": values, "total": total, "hasMore": total > len(values)}}
+        completion: dict[str, Any] = {"values": values, "hasMore": total is None or total > len(values)}
+        if total is not None:
+            completion["total"] = total
+        return {"completion": completion}
     if source is None:
         values = []
     elif callable(source):

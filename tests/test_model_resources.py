@@ -313,7 +313,9 @@ async def test_listen_stream_receives_model_changes(live: Any) -> None:
     pks = live[1]
     uri = doc(pks["b1"])
     async with connect(live, "2026-07-28", "bob") as c, connect(live, "2026-07-28", "bob") as writer:
-        async with c.listen(resources_list_changed=True, resource_subscriptions=[uri]) as sub:
+        hidden = doc(pks["a1"])  # Alice's: listening must not reveal more than reading would
+        async with c.listen(resources_list_changed=True, resource_subscriptions=[uri, hidden]) as sub:
+            assert sub.honored is not None and sub.honored.resource_subscriptions == [uri]
             events: list[Any] = []
 
             async def collect() -> None:
