@@ -58,10 +58,31 @@ print(a1.pk, a2.pk, b1.pk)
 """
 
 
+def fresh_pg_database(suffix: str) -> str:
+    """A new, empty PostgreSQL database of this test run's own (never the shared ``test`` one)."""
+    import os
+
+    import psycopg
+
+    from tests.conftest import need_service
+
+    need_service("PostgreSQL", 5432)
+    name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + suffix
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, dict[str, int]]]:
+    import os
+
     tmp = tmp_path_factory.mktemp("models")
-    env = server_env(tmp, MCP_MEDIA_ROOT=str(tmp / "media"))
+    extra = {"MCP_MEDIA_ROOT": str(tmp / "media")}
+    if os.environ.get("MCP_TEST_DB") == "postgres":
+        extra["MCP_PG_NAME"] = fresh_pg_database("_live")
+    env = server_env(tmp, **extra)
     server = start_server(env, tmp / "daphne.log", app="tests.asgi_users:application")
     a1, a2, b1 = (int(x) for x in server.manage("shell", "-c", SETUP).splitlines()[-1].split())
     yield server, {"a1": a1, "a2": a2, "b1": b1}
@@ -391,19 +412,11 @@ def test_listing_and_reading_make_a_bounded_number_of_queries(django_assert_max_
 
 
 @pytest.fixture(scope="module")
-def workers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Any]:
-    import os
-
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tests.conftest import need_service
 
-    need_service("PostgreSQL", 5432)
     need_service("Redis", 6379)
-    import psycopg
-
-    name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + "_workers"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    name = fresh_pg_database("_workers")
     tmp = tmp_path_factory.mktemp("model-workers")
     env = server_env(tmp, db="postgres", layer="redis", MCP_PG_NAME=name, MCP_MEDIA_ROOT=str(tmp / "media"))
     a = start_server(env, tmp / "a.log", app="tests.asgi_users:application")
