@@ -113,6 +113,14 @@ class Notes:
 
         await asyncio.wait_for(poll(), timeout)
 
+    async def wait_count(self, item: tuple[str, str | None], count: int, timeout: float = 10) -> None:
+        async def poll() -> None:
+            while self.got.count(item) < count:
+                self.event.clear()
+                await self.event.wait()
+
+        await asyncio.wait_for(poll(), timeout)
+
 
 def client(server: LiveServer, mode: str, user: str | None, **extra: Any) -> Client:
     http = create_mcp_http_client(headers={"x-test-user": user} if user else None)
@@ -324,10 +332,12 @@ async def test_signals_notify_subscribers_after_commit_only(live: Any) -> None:
         assert ("notifications/resources/updated", watched) not in notes.got  # the rolled-back write sent nothing
         await _write(c, action="rename", doc=pks["a2"], title="Alpine notes")
         await notes.wait_for(("notifications/resources/updated", watched))
-        new = await _write(c, action="create", title="fresh")
-        await notes.wait_for(("notifications/resources/list_changed", None))
-        await _write(c, action="delete", doc=new)
-        assert notes.got.count(("notifications/resources/list_changed", None)) >= 1
+        new = await _write(c, action="create", title="fresh")  # post_save(created): the list changed
+        await notes.wait_count(("notifications/resources/list_changed", None), 1)
+        await c.subscribe_resource(doc(new))
+        await _write(c, action="delete", doc=new)  # post_delete: the object and the list changed
+        await notes.wait_for(("notifications/resources/updated", doc(new)))
+        await notes.wait_count(("notifications/resources/list_changed", None), 2)
 
 
 async def test_listen_stream_receives_model_changes(live: Any) -> None:
@@ -462,3 +472,33 @@ async def test_model_changes_reach_subscribers_on_another_worker(workers: Any) -
             "shell", "-c", "from tests.modelapp.models import Document; Document.objects.create(title='x', shelf_id=1)"
         )
         await notes.wait_for(("notifications/resources/list_changed", None))
+
+
+# -- declaration errors ------------------------------------------------------------------------
+
+
+def test_declaration_errors_are_improperly_configured() -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from django_mcp import MCPServer, ModelResource
+    from tests.modelapp.models import Shelf
+
+    server = MCPServer("declarations")
+
+    @server.register
+    class Shelves(ModelResource):
+        model = Shelf
+
+    assert server.model_resource_for(Shelf) is not None
+    assert [t.uri for t in server.templates.values()] == ["django://modelapp/shelf/{pk}"]
+    with pytest.raises(ImproperlyConfigured, match="already registered"):
+        server.register(Shelves)
+    bad: list[dict[str, Any]] = [
+        {"fields": ["name", "nope"]},
+        {"uri_template": "shelves://{colour}"},
+        {"model": None},
+    ]
+    for attrs in bad:
+        cls = type("Bad", (ModelResource,), {"model": Shelf, **attrs})
+        with pytest.raises(ImproperlyConfigured):
+            MCPServer("other").register(cls)
