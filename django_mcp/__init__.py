@@ -3,6 +3,7 @@
 Public API::
 
     from django_mcp import site, MCPServer, Context, ToolError
+    from django_mcp import ModelResource              # Django models as resources
     from django_mcp import TemplatePrompt, Argument   # Django templates as prompts
     from django_mcp import content   # text(), image(), audio(), embedded_resource(), resource_link()
 """
@@ -20,6 +21,7 @@ __all__ = [
     "MCPServer",
     "Message",
     "TemplatePrompt",
+    "ModelResource",
     "ToolError",
     "__version__",
     "assistant",
@@ -30,6 +32,7 @@ __all__ = [
 if TYPE_CHECKING:
     from .context import Context
     from .exceptions import MCPError, ToolError
+    from .model_resources import ModelResource
     from .prompts import Message, assistant, user
     from .server import MCPServer
     from .template_prompts import Argument, TemplatePrompt
@@ -42,6 +45,7 @@ _LAZY = {
     "ToolError": ("exceptions", "ToolError"),
     "MCPError": ("exceptions", "MCPError"),
     "Message": ("prompts", "Message"),
+    "ModelResource": ("model_resources", "ModelResource"),
     "user": ("prompts", "user"),
     "assistant": ("prompts", "assistant"),
     "TemplatePrompt": ("template_prompts", "TemplatePrompt"),

@@ -54,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     # -- Django models, templates and views (ModelResource, TemplatePrompt, DRF tools) --
     # Run each tools/call in a transaction savepoint: an exception rolls back its writes.
     "ATOMIC_TOOL_CALLS": True,
+    # ModelResource: largest file (bytes) whose contents a read inlines as a blob; larger files are links only.
+    "RESOURCE_MAX_BLOB_SIZE": 1024 * 1024,
     # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
 }
 

@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import ValidationError
 
@@ -20,6 +21,7 @@ from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
 from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
+from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
 from .protocol import cursor
 from .protocol.jsonrpc import ProtocolError
@@ -29,6 +31,7 @@ from .tools import Tool
 
 if TYPE_CHECKING:
     from .engine import Exchange
+    from .model_resources import ModelResource
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str, Any]]]
@@ -284,7 +287,19 @@ class MCPServer:
         return register(fn) if fn is not None else register
 
     def register(self, obj: Any) -> Any:
-        """Register a ``Tool``, ``Resource``, ``ResourceTemplate`` or ``Prompt`` object."""
+        """Register a ``Tool``, ``Resource``, ``ResourceTemplate`` or ``Prompt`` object, or a ``ModelResource``.
+
+        A ``ModelResource`` subclass is instantiated once and the class returned,
+        so ``@site.register`` works as a class decorator.
+        """
+        from .model_resources import ModelResource
+
+        if isinstance(obj, type) and issubclass(obj, ModelResource):
+            self.add_model_resource(obj(self))
+            return obj
+        if isinstance(obj, ModelResource):
+            obj.server = obj.server or self
+            return self.add_model_resource(obj)
         if isinstance(obj, Tool):
             return self.add_tool(obj)
         if isinstance(obj, Resource):
@@ -292,6 +307,28 @@ class MCPServer:
         if isinstance(obj, Prompt):
             return self.add_prompt(obj)
         raise TypeError(f"Cannot register {obj!r} on an MCP server")
+
+    def add_model_resource(self, resource: ModelResource) -> ModelResource:
+        from . import model_signals
+
+        if self.model_resource_for(resource.model) is not None:
+            raise ImproperlyConfigured(
+                f"Model {resource.model._meta.label} is already registered on MCP server {self.name!r}"
+            )
+        self.add_resource(resource.as_template())
+        model_signals.watch(resource)
+        return resource
+
+    @property
+    def model_resources(self) -> list[ModelResource]:
+        """Registered ``ModelResource`` instances, in registration order."""
+        return [t.resource for t in self.templates.values() if isinstance(t, ModelResourceTemplate)]
+
+    def model_resource_for(self, model: type[Any]) -> ModelResource | None:
+        for t in self.templates.values():
+            if isinstance(t, ModelResourceTemplate) and t.resource.model is model:
+                return t.resource
+        return None
 
     def method(self, name: str) -> Callable[[Handler], Handler]:
         """Register or override the handler of a JSON-RPC method."""
@@ -401,8 +438,14 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    """Static resources, then the objects of every visible ``ModelResource``, under one signed cursor."""
     items = [r.definition() for r in server.resources.values() if await visible(r, ex)]
-    return server.page(items, params, "resources", "resources")
+    models = [t for t in server.templates.values() if isinstance(t, ModelResourceTemplate)]
+    sources = [t.resource for t in models if await visible(t, ex)]
+    if not sources:  # nothing to query: no thread hop
+        return list_page(items, [], Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
+    page = sync_to_async(list_page, thread_sensitive=True)
+    return await page(items, sources, Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
 
 
 async def _list_templates(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
@@ -429,7 +472,9 @@ async def _read_resource(server: MCPServer, params: dict[str, Any], ex: Exchange
 
 async def _subscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     uri = params["uri"]
-    await _find_resource(server, uri, ex)
+    res, variables = await _find_resource(server, uri, ex)
+    if isinstance(res, ModelResourceTemplate):
+        await res.ensure_exists(uri, variables, Context(ex))
     await ex.subscribe(uri, True)
     return {}
 
@@ -460,6 +505,7 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
     ref = params["ref"]
     arg = params["argument"]
     completers: dict[str, Completer | Sequence[str]] = {}
+    tpl: ResourceTemplate | None = None
     if ref.get("type") == "ref/prompt":
         prompt = server.prompts.get(ref.get("name", ""))
         if prompt is None or not await visible(prompt, ex):
@@ -476,6 +522,12 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
     value = arg.get("value", "")
     context_args = (params.get("context") or {}).get("arguments") or {}
     values: list[str]
+    if isinstance(tpl, ModelResourceTemplate) and source is None:
+        values, total = await tpl.completion_values(Context(ex), arg["name"], str(value), dict(context_args))
+        completion: dict[str, Any] = {"values": values, "hasMore": total is None or total > len(values)}
+        if total is not None:
+            completion["total"] = total
+        return {"completion": completion}
     if source is None:
         values = []
     elif callable(source):

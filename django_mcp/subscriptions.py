@@ -25,6 +25,16 @@ class ListenFilter:
             self.honoured["resourceSubscriptions"] = self.uris
         self.meta = {SUBSCRIPTION_ID: request.id}
 
+    async def restrict(self, server: Any, ex: Any) -> None:
+        """Drop resource subscriptions the caller may not read (model objects it cannot see)."""
+        from .model_resources import readable
+
+        self.uris = [u for u in self.uris if await readable(server, u, ex)]
+        if self.uris:
+            self.honoured["resourceSubscriptions"] = self.uris
+        else:
+            self.honoured.pop("resourceSubscriptions", None)
+
     def acknowledgement(self) -> dict[str, Any]:
         """The first message of the stream: the subset of notifications the server will send."""
         return jsonrpc.notification_message(

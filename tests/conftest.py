@@ -94,13 +94,32 @@ class LiveServer:
                 self.process.kill()
 
 
+def fresh_pg_database(suffix: str) -> str:
+    """A new, empty PostgreSQL database for one live server (never the shared ``test`` one).
+
+    Named after this run's ``MCP_PG_TEST_NAME`` and ``suffix``, so reruns reuse (drop and
+    recreate) the same few names instead of piling up databases.
+    """
+    import psycopg
+
+    need_service("PostgreSQL", 5432)
+    name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + suffix
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
 def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **extra: str) -> dict[str, str]:
+    """Environment for a live server; on PostgreSQL each ``tmp`` gets a fresh database of its own."""
     env = dict(os.environ)
     env["DJANGO_SETTINGS_MODULE"] = extra.pop("settings", "tests.settings")
     env["PYTHONPATH"] = str(ROOT)
     env["MCP_TEST_DB"] = db or os.environ.get("MCP_TEST_DB", "sqlite")
     env["MCP_TEST_LAYER"] = layer or os.environ.get("MCP_TEST_LAYER", "memory")
     env["MCP_SQLITE"] = str(tmp / "server.sqlite3")
+    if env["MCP_TEST_DB"] == "postgres" and "MCP_PG_NAME" not in extra:
+        env["MCP_PG_NAME"] = fresh_pg_database("_" + tmp.name)
     env.update(extra)
     return env
 

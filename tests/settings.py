@@ -19,6 +19,7 @@ INSTALLED_APPS = [
     "tests.testapp",
     "tests.promptapp",
     "tests.drfapp",
+    "tests.modelapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, LiveServer]]:
     tmp = tmp_path_factory.mktemp("workers")
-    env = server_env(tmp, db="postgres", layer="redis", MCP_PG_NAME="test")
+    env = server_env(tmp, db="postgres", layer="redis")
     a = start_server(env, tmp / "a.log")
     b = start_server(env, tmp / "b.log", migrate=False)
     yield a, b

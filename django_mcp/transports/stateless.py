@@ -141,18 +141,22 @@ async def handle_post(consumer: MCPConsumer, payload: Any, version: str | None) 
         return
     revision = preflight(consumer, message, version)
     if message.method == "subscriptions/listen":
-        await listen(consumer, message)
+        await listen(consumer, message, revision)
         return
     await consumer.run_request(message, None, revision=revision, cancel_on_close=True)
 
 
-async def listen(consumer: MCPConsumer, request: jsonrpc.Request) -> None:
+async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str) -> None:
     """A ``subscriptions/listen`` stream: acknowledgement first, then the opted-in notifications."""
     from .http import SSE_CT, HTTPError, sse_event
 
     if not consumer.accepts(SSE_CT):
         raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: subscriptions/listen needs text/event-stream")
+    from ..engine import Exchange
+
     listen_filter = ListenFilter(request)
+    server = consumer.get_server()
+    await listen_filter.restrict(server, Exchange(server, request, revision, None, consumer.scope.get("user"), None))
     queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
     def on_broadcast(payload: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from ..conf import mcp_settings
-from ..engine import engine, negotiate_initialize
+from ..engine import Exchange, engine, negotiate_initialize
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.validation import validate_notification, validate_request
@@ -350,7 +350,7 @@ class StdioTransport:
                 revision = modern_revision(request)
                 if request.method == "subscriptions/listen":
                     validate_request(request.method, revision, request.params)
-                    await self._listen(request, outlet)
+                    await self._listen(request, outlet, revision)
                     return None
                 return await engine.handle_request(self.server, request, revision, None, self.user, outlet)
             if has_envelope(request.params):
@@ -469,9 +469,10 @@ class StdioTransport:
             logger.warning("MCP stdio: session %s was ended elsewhere; exiting", session.id[:8])
             self.stop()
 
-    async def _listen(self, request: jsonrpc.Request, outlet: _Outlet) -> None:
+    async def _listen(self, request: jsonrpc.Request, outlet: _Outlet, revision: str) -> None:
         """2026-07-28 ``subscriptions/listen``: acknowledge, then forward opted-in changes until cancelled."""
         listen_filter = ListenFilter(request)
+        await listen_filter.restrict(self.server, Exchange(self.server, request, revision, None, self.user, None))
         changes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
         def on_broadcast(payload: dict[str, Any]) -> None:

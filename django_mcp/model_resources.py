@@ -1,0 +1,469 @@
+"""``ModelResource``: a Django model served as MCP resources, declared like a ``ModelAdmin``.
+
+One declaration contributes one resource template (``django://<app>/<model>/{pk}``
+by default) whose reads serialize one object, the objects themselves to
+``resources/list``, completions of the template's variables, and change
+notifications from model signals (see ``model_signals``). Every ORM call runs in
+one ``sync_to_async`` hop per request, so the event loop never blocks.
+
+Who sees what: the template is visible to callers for whom ``has_permission(ctx)``
+holds (by default Django's ``view_<model>`` permission); each object must pass
+``get_queryset(ctx)`` and ``has_permission(ctx, obj)``. An object that fails
+either is reported exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_permission_codename
+from django.core import signing
+from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from django.db.models import Q, QuerySet
+from django.utils.text import capfirst
+
+from .access import Check
+from .conf import mcp_settings
+from .context import Context
+from .exceptions import InvalidParams, ResourceNotFound
+from .protocol.uri_template import URITemplate
+from .resources import ResourceTemplate
+
+if TYPE_CHECKING:
+    from .server import MCPServer
+
+MAX_COMPLETIONS = 100
+_CURSOR_SALT = "django_mcp.resources.cursor"
+
+
+class ModelResource:
+    """Declare how a model is exposed; register with ``@site.register`` (or ``site.register(cls)``).
+
+    Every attribute is optional except ``model``. Methods taking ``ctx`` run in a
+    worker thread and may use the ORM.
+    """
+
+    model: type[models.Model]
+    #: Field names to serialize (``None`` or ``"__all__"``: every concrete and many-to-many field;
+    #: reverse relations such as ``books`` only when named).
+    fields: Sequence[str] | str | None = None
+    exclude: Sequence[str] = ()
+    #: A DRF serializer class; when set it produces the JSON instead of ``fields``.
+    serializer_class: type[Any] | None = None
+    lookup_field: str = "pk"
+    #: RFC 6570 level 1 template; its variables are model field lookups. Default ``django://<app>/<model>/{pk}``.
+    uri_template: str | None = None
+    mime_type: str = "application/json"
+    name: str | None = None
+    title: str | None = None
+    description: str | None = None
+    #: Fields searched (``icontains``) by ``completion/complete`` on the lookup variable.
+    search_fields: Sequence[str] = ()
+    select_related: Sequence[str] = ()
+    prefetch_related: Sequence[str] = ()
+    icons: list[dict[str, Any]] | None = None
+    annotations: dict[str, Any] | None = None
+    scopes: Sequence[str] = ()
+    permissions: Sequence[str] = ()
+    check: Check | None = None
+
+    def __init__(self, server: MCPServer | None = None) -> None:
+        if not isinstance(getattr(self, "model", None), type) or not issubclass(self.model, models.Model):
+            raise ImproperlyConfigured(f"{type(self).__name__}.model must be a Django model class")
+        self.server = server
+        opts = self.model._meta
+        self.opts = opts
+        self.uri_template = self.uri_template or f"django://{opts.app_label}/{opts.model_name}/{{{self.lookup_field}}}"
+        self.name = self.name or opts.model_name
+        self.title = self.title or capfirst(str(opts.verbose_name))
+        if self.description is None:
+            doc = (self.model.__doc__ or "").strip()
+            # Django invents "Book(id, title, ...)" for models without a docstring: not a description.
+            auto = doc.startswith(f"{self.model.__name__}(") and doc.endswith(")")
+            self.description = None if auto or not doc else doc
+        self.model_fields = self._resolve_fields()
+        self.file_fields = [f.name for f in self.model_fields if isinstance(f, models.FileField)]
+        self.template = ModelURITemplate(self.uri_template, self.file_fields)
+        for var in self.template.variables:
+            self._field_for(var)
+
+    # -- declaration -----------------------------------------------------------------
+    def _resolve_fields(self) -> list[Any]:
+        every: list[Any] = list(self.opts.get_fields())
+        candidates = [f for f in every if f.concrete or (f.many_to_many and not f.auto_created)]
+        # Reverse relations (``author.books``) only when named in ``fields``.
+        by_name = {f.name: f for f in every if f.concrete or f.many_to_many or f.one_to_many}
+        if self.fields is None or self.fields == "__all__":
+            chosen = candidates
+        else:
+            unknown = [n for n in self.fields if n not in by_name]
+            if unknown:
+                raise ImproperlyConfigured(f"{type(self).__name__}.fields names unknown fields: {', '.join(unknown)}")
+            chosen = [by_name[n] for n in self.fields]
+        return [f for f in chosen if f.name not in set(self.exclude)]
+
+    def _field_for(self, var: str) -> str:
+        """The ORM lookup for a template variable (``pk`` or a field name)."""
+        if var == "pk":
+            return "pk"
+        try:
+            field = self.opts.get_field(var)
+        except FieldDoesNotExist:
+            raise ImproperlyConfigured(
+                f"{type(self).__name__}: URI template variable {{{var}}} is not a field of {self.opts.label}"
+            ) from None
+        return getattr(field, "attname", var)
+
+    # -- overridable hooks (sync: they run in a worker thread) -------------------------
+    def get_queryset(self, ctx: Context) -> QuerySet[Any]:
+        """The objects ``ctx.user`` may reach; override to filter per user."""
+        qs: QuerySet[Any] = self.model._default_manager.all()
+        return qs
+
+    def has_permission(self, ctx: Context, obj: models.Model | None = None) -> bool:
+        """Django's ``view_<model>`` permission; with ``obj``, object permissions (e.g. django-guardian) count too."""
+        perm = f"{self.opts.app_label}.{get_permission_codename('view', self.opts)}"
+        user: Any = ctx.user
+        if user.has_perm(perm):
+            return True
+        return obj is not None and bool(user.has_perm(perm, obj))
+
+    def serialize(self, obj: models.Model, ctx: Context) -> Any:
+        """The JSON-ready data for ``obj``: the DRF serializer's, or one value per declared field."""
+        if self.serializer_class is not None:
+            return self.serializer_class(obj, context={"ctx": ctx, "view": self}).data
+        data: dict[str, Any] = {}
+        for f in self.model_fields:
+            if f.many_to_many or f.one_to_many:
+                accessor = f.name if f.concrete else f.get_accessor_name()
+                data[f.name] = [self.related_ref(f, o) for o in getattr(obj, accessor).all()]
+            elif f.is_relation:
+                data[f.name] = self.foreign_ref(obj, f)
+            elif isinstance(f, models.FileField):
+                data[f.name] = self.file_link(obj, f.name)
+            else:
+                data[f.name] = f.value_from_object(obj)
+        return data
+
+    def object_name(self, obj: models.Model) -> str:
+        return str(obj)
+
+    # -- URIs --------------------------------------------------------------------------
+    def uri_for(self, obj: models.Model) -> str:
+        values = {var: getattr(obj, self._field_for(var)) for var in self.template.variables}
+        return self.template.expand(**values)
+
+    def _related_resource(self, model: type[models.Model]) -> ModelResource | None:
+        return self.server.model_resource_for(model) if self.server is not None else None
+
+    def foreign_ref(self, obj: models.Model, field: Any) -> Any:
+        """A foreign key as the related object's resource URI when one is registered, else its key."""
+        raw = getattr(obj, field.attname)
+        target = self._related_resource(field.related_model)
+        if raw is None or target is None:
+            return raw
+        if target.template.variables == ["pk"] and field.target_field.primary_key:
+            return target.template.expand(pk=raw)  # no query: the key is on obj
+        return target.uri_for(getattr(obj, field.name))
+
+    def related_ref(self, field: Any, related: models.Model) -> Any:
+        target = self._related_resource(field.related_model)
+        return target.uri_for(related) if target is not None else related.pk
+
+    # -- files -------------------------------------------------------------------------
+    def file_uri(self, obj: models.Model, field_name: str) -> str:
+        return f"{self.uri_for(obj)}/{field_name}"
+
+    def _file_info(self, obj: models.Model, field_name: str) -> tuple[Any, int | None]:
+        file = getattr(obj, field_name)
+        if not file:
+            return None, None
+        try:
+            size = int(file.size)
+        except (OSError, ValueError):
+            size = None  # missing from storage: still linked, never inlined
+        return file, size
+
+    def file_link(self, obj: models.Model, field_name: str) -> dict[str, Any] | None:
+        """A ``resource_link`` to the file's own URI (read it for the bytes, within ``RESOURCE_MAX_BLOB_SIZE``)."""
+        file, size = self._file_info(obj, field_name)
+        if file is None:
+            return None
+        name = os.path.basename(file.name)
+        link: dict[str, Any] = {"type": "resource_link", "uri": self.file_uri(obj, field_name), "name": name}
+        mime = mimetypes.guess_type(name)[0]
+        if mime:
+            link["mimeType"] = mime
+        if size is not None:
+            link["size"] = size
+        return link
+
+    def file_contents(self, obj: models.Model, field_name: str, *, strict: bool) -> dict[str, Any] | None:
+        """Blob contents of a file field, or None when empty/too large (``strict``: an error instead)."""
+        uri = self.file_uri(obj, field_name)
+        file, size = self._file_info(obj, field_name)
+        limit = mcp_settings.RESOURCE_MAX_BLOB_SIZE
+        if file is None or size is None:
+            if strict:
+                raise ResourceNotFound(uri)
+            return None
+        if size > limit:
+            if strict:
+                raise InvalidParams(
+                    f"File is {size} bytes, above the {limit}-byte limit for inline contents",
+                    {"uri": uri, "size": size, "limit": limit},
+                )
+            return None
+        with file.open("rb") as fh:
+            blob = fh.read()
+        mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        return {"uri": uri, "mimeType": mime, "blob": base64.b64encode(blob).decode("ascii")}
+
+    # -- queries (sync) ----------------------------------------------------------------
+    def queryset(self, ctx: Context) -> QuerySet[Any]:
+        """``get_queryset(ctx)`` with the declared ``select_related``/``prefetch_related``."""
+        qs = self.get_queryset(ctx)
+        if self.select_related:
+            qs = qs.select_related(*self.select_related)
+        if self.prefetch_related:
+            qs = qs.prefetch_related(*self.prefetch_related)
+        return qs
+
+    def get_object(self, ctx: Context, uri: str, variables: dict[str, str]) -> models.Model:
+        lookups = {self._field_for(k): v for k, v in variables.items() if k in self.template.variables}
+        try:
+            obj = self.queryset(ctx).filter(**lookups).first()
+        except (ValueError, TypeError, ValidationError):  # "abc" for an integer key: simply no such object
+            obj = None
+        if obj is None or not self.has_permission(ctx, obj):
+            raise ResourceNotFound(uri)
+        found: models.Model = obj
+        return found
+
+    def read_sync(self, ctx: Context, uri: str, variables: dict[str, str]) -> list[dict[str, Any]]:
+        file_field = variables.pop(ModelURITemplate.FILE_VAR, None)
+        obj = self.get_object(ctx, uri, variables)
+        if file_field is not None:
+            got = self.file_contents(obj, file_field, strict=True)
+            assert got is not None
+            return [got]
+        encoder: type[json.JSONEncoder] = DjangoJSONEncoder
+        if self.serializer_class is not None:
+            from rest_framework.utils.encoders import JSONEncoder as DRFEncoder
+
+            encoder = DRFEncoder
+        text = json.dumps(self.serialize(obj, ctx), cls=encoder, ensure_ascii=False)
+        contents: list[dict[str, Any]] = [{"uri": uri, "mimeType": self.mime_type, "text": text}]
+        if self.serializer_class is None:
+            for name in self.file_fields:
+                blob = self.file_contents(obj, name, strict=False)
+                if blob is not None:
+                    contents.append(blob)
+        return contents
+
+    def page(self, ctx: Context, after: Any, limit: int) -> tuple[list[dict[str, Any]], Any, bool]:
+        """Up to ``limit`` visible objects after key ``after`` in ``pk`` order.
+
+        Returns the resource entries, the key to continue after, and whether the
+        objects are exhausted. Objects refused by ``has_permission`` are skipped.
+        """
+        items: list[dict[str, Any]] = []
+        qs = self.queryset(ctx).order_by("pk")
+        model_level = self.has_permission(ctx)
+        while len(items) < limit:
+            want = limit - len(items)
+            chunk = list((qs.filter(pk__gt=after) if after is not None else qs)[:want])
+            for obj in chunk:
+                if model_level or self.has_permission(ctx, obj):
+                    items.append(self.list_entry(obj))
+            if chunk:
+                after = chunk[-1].pk
+            if len(chunk) < want:
+                return items, after, True
+        return items, after, False
+
+    def list_entry(self, obj: models.Model) -> dict[str, Any]:
+        return {"uri": self.uri_for(obj), "name": self.object_name(obj), "mimeType": self.mime_type}
+
+    def completions(self, ctx: Context, var: str, value: str, others: dict[str, str]) -> tuple[list[str], int | None]:
+        """Values of template variable ``var`` starting with (or, via ``search_fields``, matching) ``value``.
+
+        Returns at most 100 values and their total, or None for the total when
+        more objects matched than were examined.
+        """
+        if var not in self.template.variables:
+            return [], 0
+        lookup = self._field_for(var)
+        qs = self.queryset(ctx)
+        for k, v in others.items():
+            if k in self.template.variables and k != var:
+                qs = qs.filter(**{self._field_for(k): v})
+        if value:
+            match = Q(**{f"{lookup}__startswith": value})
+            if var == self.template.variables[-1] or var == self.lookup_field:
+                for f in self.search_fields:
+                    match |= Q(**{f"{f}__icontains": value})
+            qs = qs.filter(match)
+        values: list[str] = []
+        seen: set[str] = set()
+        extra = 0
+        scanned = list(qs.order_by("pk")[: MAX_COMPLETIONS * 2])
+        for obj in scanned:
+            if not self.has_permission(ctx, obj):
+                continue
+            v = str(getattr(obj, lookup))
+            if v in seen:
+                continue
+            seen.add(v)
+            if len(values) < MAX_COMPLETIONS:
+                values.append(v)
+            else:
+                extra += 1
+        return values, None if len(scanned) == MAX_COMPLETIONS * 2 else len(values) + extra
+
+    # -- the template the server lists --------------------------------------------------
+    def as_template(self) -> ModelResourceTemplate:
+        return ModelResourceTemplate(
+            uri=self.template.template,
+            fn=_unused,
+            name=str(self.name),
+            title=self.title,
+            description=self.description,
+            mime_type=self.mime_type,
+            icons=self.icons,
+            annotations=self.annotations,
+            scopes=list(self.scopes),
+            permissions=list(self.permissions),
+            check=self.check,
+            resource=self,
+        )
+
+
+def _unused() -> None:  # pragma: no cover - ModelResourceTemplate.read never calls fn
+    raise NotImplementedError
+
+
+class ModelURITemplate(URITemplate):
+    """The object template, also matching ``<object uri>/<file field>`` for the files' own URIs."""
+
+    FILE_VAR = "__file__"
+
+    def __init__(self, template: str, file_fields: Sequence[str]) -> None:
+        super().__init__(template)
+        self.file_fields = tuple(file_fields)
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        got = super().match(uri)
+        if got is not None or not self.file_fields:
+            return got
+        base, _, tail = uri.rpartition("/")
+        if tail in self.file_fields:
+            got = super().match(base)
+            if got is not None:
+                got[self.FILE_VAR] = tail
+        return got
+
+
+class ModelResourceTemplate(ResourceTemplate):
+    """The resource template a ``ModelResource`` contributes to its server."""
+
+    def __init__(self, *, resource: ModelResource, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.resource = resource
+        self.template = resource.template
+
+    async def permits(self, ctx: Context) -> bool:
+        if not await super().permits(ctx):
+            return False
+        return bool(await sync_to_async(self.resource.has_permission, thread_sensitive=True)(ctx))
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[dict[str, Any]]:
+        return await sync_to_async(self.resource.read_sync, thread_sensitive=True)(ctx, uri, dict(variables))
+
+    async def ensure_exists(self, uri: str, variables: dict[str, str], ctx: Context) -> None:
+        """``ResourceNotFound`` unless the caller may read the object (used before subscribing)."""
+        variables = dict(variables)
+        variables.pop(ModelURITemplate.FILE_VAR, None)
+        await sync_to_async(self.resource.get_object, thread_sensitive=True)(ctx, uri, variables)
+
+    async def completion_values(
+        self, ctx: Context, var: str, value: str, others: dict[str, str]
+    ) -> tuple[list[str], int | None]:
+        return await sync_to_async(self.resource.completions, thread_sensitive=True)(ctx, var, value, others)
+
+
+async def readable(server: MCPServer, uri: str, ex: Any) -> bool:
+    """False for an object URI of a ``ModelResource`` that ``ex``'s caller may not read (or that is absent).
+
+    Other URIs are left to their own rules. ``subscriptions/listen`` uses it so that
+    listening reveals no more than reading would.
+    """
+    from .access import visible
+
+    for tpl in server.templates.values():
+        if isinstance(tpl, ModelResourceTemplate):
+            variables = tpl.template.match(uri)
+            if variables is None:
+                continue
+            if not await visible(tpl, ex):
+                return False
+            try:
+                await tpl.ensure_exists(uri, variables, Context(ex))
+            except ResourceNotFound:
+                return False
+            return True
+    return True
+
+
+# -- resources/list: static resources, then every visible ModelResource's objects ---------
+
+
+def encode_cursor(source: int, after: Any) -> str:
+    """A signed, opaque cursor: which source (0 = static resources) and the key to continue after."""
+    return signing.dumps([source, after], salt=_CURSOR_SALT, compress=True)
+
+
+def decode_cursor(cursor: Any) -> tuple[int, Any]:
+    if cursor is None:
+        return 0, None
+    try:
+        source, after = signing.loads(str(cursor), salt=_CURSOR_SALT)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise InvalidParams("Invalid cursor") from None
+    if not isinstance(source, int) or source < 0:
+        raise InvalidParams("Invalid cursor")
+    return source, after
+
+
+def list_page(
+    static: list[dict[str, Any]], sources: list[ModelResource], ctx: Context, cursor: Any, size: int
+) -> dict[str, Any]:
+    """One page of ``resources/list`` in a stable order (sync: runs the queries)."""
+    source, after = decode_cursor(cursor)
+    items: list[dict[str, Any]] = []
+    if source == 0:
+        offset = after if isinstance(after, int) and after >= 0 else 0
+        items = static[offset : offset + size]
+        if offset + size < len(static):
+            return {"resources": items, "nextCursor": encode_cursor(0, offset + size)}
+        source, after = 1, None
+    while source <= len(sources) and len(items) < size:
+        got, after, done = sources[source - 1].page(ctx, after, size - len(items))
+        items.extend(got)
+        if done:
+            source, after = source + 1, None
+    result: dict[str, Any] = {"resources": items}
+    if source <= len(sources):
+        result["nextCursor"] = encode_cursor(source, after)
+    return result
+
+
+__all__ = ["ModelResource", "ModelResourceTemplate", "list_page"]
