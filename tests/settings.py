@@ -81,6 +81,8 @@ else:
 
 DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-tests",
+    # Development mode on loopback, with DEBUG off like production (hence E009 silenced below).
+    "AUTH": "none",
     "VALIDATE_RESULTS": True,
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
     # Tight limits for the expiry/timeout tests, which start a server of their own.
@@ -88,6 +90,7 @@ DJANGO_MCP = {
     "SESSION_REVALIDATE_INTERVAL": float(os.environ.get("MCP_SESSION_REVALIDATE", "30")),
     "CLIENT_REQUEST_TIMEOUT": float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT", "300")),
 }
+SILENCED_SYSTEM_CHECKS = ["django_mcp.E009"]
 USE_TZ = True
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

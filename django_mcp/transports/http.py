@@ -36,7 +36,7 @@ from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
 from . import stateless
-from .security import host_allowed, origin_allowed
+from .security import host_allowed, origin_allowed, unauthenticated_refusal
 
 logger = logging.getLogger("django_mcp")
 
@@ -202,6 +202,8 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             )
 
     def check_origin(self) -> None:
+        if (refusal := unauthenticated_refusal(self.scope)) is not None:
+            raise HTTPError(403, jsonrpc.INVALID_REQUEST, refusal)
         host = self.header(b"host") or ""
         if not host_allowed(host):
             raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host not allowed")
