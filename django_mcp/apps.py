@@ -14,5 +14,7 @@ class DjangoMCPConfig(AppConfig):
             checks,  # noqa: F401  (registers the system checks)
             site,
         )
+        from .auth_clients import connect_signals
 
+        connect_signals(self)
         autodiscover_modules("mcp", register_to=site)

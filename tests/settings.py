@@ -14,7 +14,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "channels",
-    "django_mcp",
+    "django_mcp",  # before oauth2_provider: its consent page template wins
+    "oauth2_provider",
     "tests.testapp",
 ]
 MIDDLEWARE = [

@@ -205,9 +205,19 @@ class _Outlet:
 class StdioTransport:
     """Serves one client on a pair of file descriptors until end of input or ``stop()``."""
 
-    def __init__(self, server: MCPServer, user: Any, input_fd: int = 0, output_fd: int = 1) -> None:
+    def __init__(
+        self,
+        server: MCPServer,
+        user: Any,
+        input_fd: int = 0,
+        output_fd: int = 1,
+        scopes: frozenset[str] | None = None,
+        client_id: str = "",
+    ) -> None:
         self.server = server
         self.user = user
+        # A token's scopes and client (``DJANGO_MCP_TOKEN``); None: the user's full rights (``--user``).
+        self.scopes, self.client_id = scopes, client_id
         self.input_fd, self.output_fd = input_fd, output_fd
         self.era: str | None = None
         self.session: SessionState | None = None
@@ -528,10 +538,18 @@ class StdioTransport:
         await self.writer.close()
 
 
-def serve(server: MCPServer | None = None, user: Any = None, *, output_fd: int | None = None) -> None:
+def serve(
+    server: MCPServer | None = None,
+    user: Any = None,
+    *,
+    output_fd: int | None = None,
+    scopes: frozenset[str] | None = None,
+    client_id: str = "",
+) -> None:
     """Run the stdio transport in this process until the client closes stdin (or SIGTERM/SIGINT).
 
-    ``user`` is who every request runs as (``AnonymousUser`` when None). Pass the
+    ``user`` is who every request runs as (``AnonymousUser`` when None); ``scopes``
+    and ``client_id`` are those of the access token it came with, if any. Pass the
     ``output_fd`` from ``protect_stdout`` if it was already called; otherwise it is
     called here.
     """
@@ -544,7 +562,7 @@ def serve(server: MCPServer | None = None, user: Any = None, *, output_fd: int |
 
         user = AnonymousUser()
     fd = protect_stdout() if output_fd is None else output_fd
-    transport = StdioTransport(server, user, input_fd=0, output_fd=fd)
+    transport = StdioTransport(server, user, input_fd=0, output_fd=fd, scopes=scopes, client_id=client_id)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
