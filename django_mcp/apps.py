@@ -14,5 +14,6 @@ class DjangoMCPConfig(AppConfig):
             checks,  # noqa: F401  (registers the system checks)
             site,
         )
+        from .auth import checks as auth_checks  # noqa: F401  (registers the OAuth checks)
 
         autodiscover_modules("mcp", register_to=site)
