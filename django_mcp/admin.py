@@ -92,6 +92,13 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         tokens = get_access_token_model().objects.filter(application__client_id=OuterRef("client_id")).order_by()
         live = tokens.filter(expires__gt=timezone.now()).values("application").annotate(n=Count("pk")).values("n")
         latest = tokens.values("application").annotate(at=Max("created")).values("at")
+        seen = (
+            MCPSession.objects.filter(oauth_client=OuterRef("client_id"))
+            .order_by()
+            .values("oauth_client")
+            .annotate(at=Max("last_seen"))
+            .values("at")
+        )
         queryset: QuerySet[MCPClient] = (
             super()
             .get_queryset(request)
@@ -101,6 +108,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 _registered=Subquery(app.values("created")[:1]),
                 _tokens=Subquery(live[:1]),
                 _last_token=Subquery(latest[:1]),
+                _last_session=Subquery(seen[:1]),
             )
         )
         return queryset
@@ -131,7 +139,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description=_("last use"), ordering="_last_token")
     def last_use(self, obj: Any) -> Any:
         """The latest token issued to the client, or its latest session activity when later."""
-        moments = [getattr(obj, "_last_token", None), self._last_session(obj)]
+        moments = [getattr(obj, "_last_token", None), getattr(obj, "_last_session", None)]
         known = [m for m in moments if m is not None]
         return max(known) if known else None
 
@@ -169,25 +177,11 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def sessions(self, obj: MCPClient) -> str:
         from django.utils.html import format_html_join
 
-        from .auth_clients import _session_client_field
-
-        field = _session_client_field()
-        if field is None:
-            return "—"
-        rows = MCPSession.objects.filter(**{field: obj.client_id}, ended__isnull=True).select_related("user")[:50]
+        rows = MCPSession.objects.filter(oauth_client=obj.client_id, ended__isnull=True).select_related("user")[:50]
         items = [(s.id[:12], s.user or "—", s.protocol_version, s.last_seen) for s in rows]
         if not items:
             return str(_("none"))
         return format_html_join("\n", "<div>{}… {} · {} · last seen {}</div>", items)
-
-    def _last_session(self, obj: MCPClient) -> Any:
-        from .auth_clients import _session_client_field
-
-        field = _session_client_field()
-        if field is None:
-            return None
-        got = MCPSession.objects.filter(**{field: obj.client_id}).order_by("-last_seen").values("last_seen").first()
-        return got["last_seen"] if got else None
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # clients register themselves (DCR, CIMD) or are added as DOT applications

@@ -11,13 +11,14 @@ revokes every token and grant it holds, so its very next request gets 401.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.db import transaction
 from django.utils import timezone
 
-from .models import MCPClient
+if TYPE_CHECKING:
+    from .models import MCPClient
 
 
 def oauth_installed() -> bool:
@@ -26,6 +27,8 @@ def oauth_installed() -> bool:
 
 def is_client_disabled(application: Any) -> bool:
     """Whether an administrator disabled ``application`` (a DOT Application, or None)."""
+    from .models import MCPClient
+
     client_id = getattr(application, "client_id", None)
     if not client_id:
         return False
@@ -34,6 +37,8 @@ def is_client_disabled(application: Any) -> bool:
 
 def record_client(application: Any) -> MCPClient:
     """The MCPClient row for ``application``, created on first sight."""
+    from .models import MCPClient
+
     client: MCPClient = MCPClient.objects.get_or_create(client_id=application.client_id)[0]
     return client
 
@@ -69,23 +74,15 @@ def revoke_tokens(client_ids: Iterable[str]) -> int:
         count, _ = tokens.delete()
         get_grant_model().objects.filter(application__in=apps_qs).delete()
         get_id_token_model().objects.filter(application__in=apps_qs).delete()
-    session_field = _session_client_field()
-    if session_field:
-        sessions = MCPSession.objects.filter(**{f"{session_field}__in": ids}, ended__isnull=True)
-        end_sessions_sync(list(sessions.values_list("id", flat=True)))
+    sessions = MCPSession.objects.filter(oauth_client__in=ids, ended__isnull=True)
+    end_sessions_sync(list(sessions.values_list("id", flat=True)))
     return int(count)
-
-
-def _session_client_field() -> str | None:
-    """The MCPSession field naming the OAuth client a session is bound to, when sessions record one."""
-    from .models import MCPSession
-
-    names = {f.name for f in MCPSession._meta.get_fields()}
-    return "client_id" if "client_id" in names else None
 
 
 def disable_clients(client_ids: Iterable[str]) -> int:
     """Disable these clients and revoke all they hold; the number newly disabled."""
+    from .models import MCPClient
+
     ids = list(client_ids)
     for client_id in ids:
         MCPClient.objects.get_or_create(client_id=client_id)
@@ -95,22 +92,30 @@ def disable_clients(client_ids: Iterable[str]) -> int:
 
 
 def enable_clients(client_ids: Iterable[str]) -> int:
+    from .models import MCPClient
+
     n = MCPClient.objects.filter(client_id__in=list(client_ids), disabled=True).update(disabled=False, disabled_at=None)
     return int(n)
 
 
 # -- keeping MCPClient rows beside DOT applications (connected in AppConfig.ready) ------------------
 def on_application_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
+    from .models import MCPClient
+
     if instance.client_id:
         MCPClient.objects.get_or_create(client_id=instance.client_id)
 
 
 def on_application_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
+    from .models import MCPClient
+
     MCPClient.objects.filter(client_id=instance.client_id).delete()
 
 
 def sync_clients(**kwargs: Any) -> None:
     """Rows for applications that existed before django_mcp (run after ``migrate``)."""
+    from .models import MCPClient
+
     if not oauth_installed():
         return
     from django.db.utils import DatabaseError

@@ -55,6 +55,13 @@ DEFAULTS: dict[str, Any] = {
     # Run each tools/call in a transaction savepoint: an exception rolls back its writes.
     "ATOMIC_TOOL_CALLS": True,
     # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
+    # Scopes this site grants, with the description shown on the consent page; scopes declared by
+    # tools, resources and prompts are added automatically (described by their name unless listed here).
+    "SCOPES": {"mcp": "Connect to this site's MCP server"},
+    # Let MCP clients register themselves (RFC 7591) without an account; consent still needs a user.
+    "ALLOW_ANONYMOUS_REGISTRATION": True,
+    # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
+    "REQUIRE_AUDIENCE": True,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

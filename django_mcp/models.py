@@ -17,6 +17,9 @@ class MCPSession(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="mcp_sessions"
     )
+    oauth_client = models.CharField(
+        _("OAuth client"), max_length=255, blank=True, default="", help_text=_("client_id of the token that opened it")
+    )
     log_level = models.CharField(_("log level"), max_length=16, blank=True, default="")
     subscriptions = models.JSONField(_("resource subscriptions"), default=list, blank=True)
     initialized = models.BooleanField(_("initialized"), default=False)

@@ -101,10 +101,6 @@ def test_inactive_user_and_disabled_application(alice: Any) -> None:
 
 
 def test_audience_required_when_the_setting_says_so(alice: Any) -> None:
-    from django_mcp.conf import DEFAULTS
-
-    if "REQUIRE_AUDIENCE" not in DEFAULTS:
-        pytest.skip("REQUIRE_AUDIENCE arrives with the OAuth wiring")
     with override_settings(DJANGO_MCP={"AUTH": "oauth", "REQUIRE_AUDIENCE": True}):
         with pytest.raises(CommandError, match="--resource"):
             mint("--user", "alice", "--scope", "read")

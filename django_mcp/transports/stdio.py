@@ -217,7 +217,12 @@ class StdioTransport:
         self.server = server
         self.user = user
         # A token's scopes and client (``DJANGO_MCP_TOKEN``); None: the user's full rights (``--user``).
-        self.scopes, self.client_id = scopes, client_id
+        self.client_id = client_id
+        self.auth: Any = None
+        if scopes is not None:
+            from ..auth.bearer import AuthInfo
+
+            self.auth = AuthInfo(user=user, client_id=client_id, scopes=scopes)
         self.input_fd, self.output_fd = input_fd, output_fd
         self.era: str | None = None
         self.session: SessionState | None = None
@@ -362,7 +367,7 @@ class StdioTransport:
                     validate_request(request.method, revision, request.params)
                     await self._listen(request, outlet)
                     return None
-                return await engine.handle_request(self.server, request, revision, None, self.user, outlet)
+                return await engine.handle_request(self.server, request, revision, None, self.user, outlet, self.auth)
             if has_envelope(request.params):
                 raise ProtocolError(
                     jsonrpc.INVALID_REQUEST,
@@ -376,7 +381,9 @@ class StdioTransport:
                     return jsonrpc.result_message(request.id, {})
                 raise ProtocolError(jsonrpc.INVALID_REQUEST, "Server not initialized: send initialize first")
             session = self.session
-            return await engine.handle_request(self.server, request, session.revision, session, self.user, outlet)
+            return await engine.handle_request(
+                self.server, request, session.revision, session, self.user, outlet, self.auth
+            )
         except ProtocolError as exc:
             return jsonrpc.error_message(request.id, exc)
 
@@ -389,7 +396,7 @@ class StdioTransport:
             return jsonrpc.error_message(request.id, exc)
         try:
             session = await store.create(
-                revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.user
+                revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.user, self.client_id
             )
         except Exception:
             logger.exception("MCP stdio: could not create the session (is the database migrated?)")

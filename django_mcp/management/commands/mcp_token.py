@@ -135,9 +135,9 @@ class Command(BaseCommand):
 
     @staticmethod
     def audience_required() -> bool:
-        from ...conf import DEFAULTS, mcp_settings
+        from ...conf import mcp_settings
 
-        return bool("REQUIRE_AUDIENCE" in DEFAULTS and mcp_settings.REQUIRE_AUDIENCE)
+        return bool(mcp_settings.AUTH == "oauth" and mcp_settings.REQUIRE_AUDIENCE)
 
     @staticmethod
     def load_user(username: str) -> Any:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('django_mcp', '0001_initial'),
+        ('django_mcp', '0002_mcpsession_oauth_client'),
     ]
 
     operations = [
