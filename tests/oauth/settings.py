@@ -16,6 +16,7 @@ INSTALLED_APPS = [
     "django_mcp",  # before oauth2_provider: its templates (the consent page) win
     "oauth2_provider",
     "tests.testapp",
+    "tests.oauth",  # its mcp.py adds scoped and permissioned declarations
 ]
 ROOT_URLCONF = "tests.oauth.urls"
 ASGI_APPLICATION = "tests.oauth.asgi.application"
