@@ -192,25 +192,25 @@ async def test_client_credentials(oauth_server: OAuthServer, oauth_log: Any) -> 
 
 async def test_denied_consent_grants_nothing(oauth_server: OAuthServer, browser: Browser) -> None:
     user = SDKUser(oauth_server, browser, allow=False)
-    with pytest.raises(Exception):  # noqa: B017, PT011 - the SDK raises whatever our callback raised
+    with pytest.raises(Exception):  # noqa: B017 - the SDK raises whatever our callback raised
         async with user.client("legacy") as client:
             await client.list_tools()
     assert user.storage.tokens is None
 
 
-MINT = """
+MINT = f"""
 from datetime import timedelta
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application
 from django.contrib.auth.models import User
 app, _ = Application.objects.get_or_create(name="minted", defaults=dict(
-    client_type="public", authorization_grant_type="authorization-code", redirect_uris={redirect!r}))
+    client_type="public", authorization_grant_type="authorization-code", redirect_uris={REDIRECT!r}))
 import secrets
 value = secrets.token_urlsafe(30)
 AccessToken.objects.create(user=User.objects.get(username="{{user}}"), application=app, token=value,
     expires=timezone.now() + timedelta(hours=1), scope="{{scope}}", resource=["{{resource}}"])
 print(value)
-""".format(redirect=REDIRECT)
+"""
 
 CONFIDENTIAL_APP = """
 from oauth2_provider.models import Application

@@ -232,7 +232,7 @@ class CIMDHost:
         host = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:
                 host.fetched.append(self.path)
                 doc = host.documents.get(self.path)
                 body = json.dumps(doc).encode() if doc is not None else b"{}"
