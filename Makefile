@@ -31,7 +31,7 @@ browser:
 demo: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
-	@echo "MCP endpoint: http://127.0.0.1:8000/mcp/  (MCP Inspector: npx @modelcontextprotocol/inspector, Streamable HTTP, that URL)"
+	cd example_project && ../$(BIN)/python manage.py demo_setup
 	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p 8000 example_project.asgi:application
 
 conformance-server: venv

@@ -1,8 +1,13 @@
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
 from library.views import index
 
 urlpatterns = [
     path("", index, name="index"),
     path("admin/", admin.site.urls),
+    # OAuth for MCP clients: the login page users see during consent, then the well-known
+    # metadata, /oauth/authorize/, /oauth/token/, /oauth/register/ ... from django_mcp.urls.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("", include("django_mcp.urls")),
 ]
