@@ -17,7 +17,9 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.oauth.kit import (  # noqa: F401  (fixtures)
+    CONFIDENTIAL_APP,
     INIT,
+    MINT,
     REDIRECT,
     Browser,
     OAuthServer,
@@ -196,28 +198,3 @@ async def test_denied_consent_grants_nothing(oauth_server: OAuthServer, browser:
         async with user.client("legacy") as client:
             await client.list_tools()
     assert user.storage.tokens is None
-
-
-MINT = f"""
-from datetime import timedelta
-from django.utils import timezone
-from oauth2_provider.models import AccessToken, Application
-from django.contrib.auth.models import User
-app, _ = Application.objects.get_or_create(name="minted", defaults=dict(
-    client_type="public", authorization_grant_type="authorization-code", redirect_uris={REDIRECT!r}))
-import secrets
-value = secrets.token_urlsafe(30)
-AccessToken.objects.create(user=User.objects.get(username="{{user}}"), application=app, token=value,
-    expires=timezone.now() + timedelta(hours=1), scope="{{scope}}", resource=["{{resource}}"])
-print(value)
-"""
-
-CONFIDENTIAL_APP = """
-from oauth2_provider.models import Application
-from django.contrib.auth.models import User
-from oauth2_provider.generators import generate_client_secret
-secret = generate_client_secret()
-app = Application.objects.create(name="machine", client_type="confidential", client_secret=secret,
-    authorization_grant_type="client-credentials", user=User.objects.get(username="bob"))
-print(app.client_id, secret)
-"""

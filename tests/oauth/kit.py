@@ -13,8 +13,6 @@ import hashlib
 import json
 import re
 import secrets
-import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -33,7 +31,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import ROOT, LiveServer, free_port, server_env, start_server
+from tests.conftest import LiveServer, free_port, server_env, start_server
 
 PASSWORD = "correct horse battery staple"
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -305,7 +303,65 @@ INIT = {
 }
 
 
-def run_manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+def new_client(server: OAuthServer) -> str:
+    r = register(server)
+    assert r.status_code == 201, r.text
+    return str(r.json()["client_id"])
+
+
+async def authorize(browser: Browser, url: str) -> dict[str, list[str]]:
+    """Consent to ``url``; the query of the redirect back to the client (a code or an error)."""
+    r = await browser.consent(url)
+    assert r.status_code == 302, (r.status_code, r.text[:300])
+    location = r.headers["location"]
+    assert location.startswith(REDIRECT), location
+    return parse_qs(urlsplit(location).query)
+
+
+async def code_flow(server: OAuthServer, browser: Browser, **extra: str) -> dict[str, Any]:
+    """A full authorization code + PKCE exchange; the token response."""
+    client_id = new_client(server)
+    verifier, challenge = pkce()
+    query = await authorize(browser, authorize_url(server, client_id, challenge, **extra))
+    assert query["iss"] == [server.base]  # RFC 9207
+    r = token(
+        server,
+        grant_type="authorization_code",
+        code=query["code"][0],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=verifier,
     )
+    assert r.status_code == 200, r.text
+    return {**r.json(), "client_id": client_id}
+
+
+def assert_invalid_token(r: httpx.Response) -> None:
+    assert r.status_code == 401, r.text
+    assert 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert "resource_metadata=" in r.headers["www-authenticate"]
+
+
+MINT = f"""
+from datetime import timedelta
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application
+from django.contrib.auth.models import User
+app, _ = Application.objects.get_or_create(name="minted", defaults=dict(
+    client_type="public", authorization_grant_type="authorization-code", redirect_uris={REDIRECT!r}))
+import secrets
+value = secrets.token_urlsafe(30)
+AccessToken.objects.create(user=User.objects.get(username="{{user}}"), application=app, token=value,
+    expires=timezone.now() + timedelta(hours=1), scope="{{scope}}", resource=["{{resource}}"])
+print(value)
+"""
+
+CONFIDENTIAL_APP = """
+from oauth2_provider.models import Application
+from django.contrib.auth.models import User
+from oauth2_provider.generators import generate_client_secret
+secret = generate_client_secret()
+app = Application.objects.create(name="machine", client_type="confidential", client_secret=secret,
+    authorization_grant_type="client-credentials", user=User.objects.get(username="bob"))
+print(app.client_id, secret)
+"""
