@@ -17,6 +17,7 @@ from tests.oauth.kit import (  # noqa: F401  (fixtures)
     mcp_post,
     oauth_server,
     start_oauth_server,
+    stop_oauth_server,
 )
 
 
@@ -31,7 +32,7 @@ def resource_server(oauth_server: OAuthServer, tmp_path_factory: pytest.TempPath
         MCP_OAUTH_INTROSPECT_SECRET=secret,
     )
     yield rs
-    rs.live.stop()
+    stop_oauth_server(rs)
 
 
 async def test_token_from_another_authorization_server(oauth_server: OAuthServer, resource_server: OAuthServer) -> None:

@@ -31,7 +31,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import LiveServer, free_port, server_env, start_server
+from tests.conftest import LiveServer, free_port, need_service, server_env, start_server
 
 PASSWORD = "correct horse battery staple"
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -62,12 +62,38 @@ class OAuthServer:
         return lines[-1] if lines else ""
 
 
+def _fresh_postgres_database() -> str:
+    """A database of its own: these servers hold users, unlike the shared ``test`` database's sessions."""
+    import psycopg
+
+    name = f"mcp_oauth_{secrets.token_hex(6)}"
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def _drop_postgres_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def start_oauth_server(tmp: Path, **env: str) -> OAuthServer:
     environ = server_env(tmp, settings="tests.oauth.settings", **env)
+    if environ["MCP_TEST_DB"] == "postgres":
+        need_service("PostgreSQL", 5432)
+        environ["MCP_PG_NAME"] = _fresh_postgres_database()
     live = start_server(environ, tmp / "daphne.log", app="tests.oauth.asgi:application")
     server = OAuthServer(live)
     server.shell(SETUP.format(password=PASSWORD))
     return server
+
+
+def stop_oauth_server(server: OAuthServer) -> None:
+    server.live.stop()
+    if server.live.env["MCP_TEST_DB"] == "postgres":
+        _drop_postgres_database(server.live.env["MCP_PG_NAME"])
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +103,7 @@ def oauth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServ
     server = start_oauth_server(tmp, MCP_CIMD_PORT=str(cimd.port))
     server.cimd = cimd  # type: ignore[attr-defined]
     yield server
-    server.live.stop()
+    stop_oauth_server(server)
     cimd.close()
 
 
