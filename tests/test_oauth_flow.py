@@ -198,3 +198,19 @@ async def test_denied_consent_grants_nothing(oauth_server: OAuthServer, browser:
         async with user.client("legacy") as client:
             await client.list_tools()
     assert user.storage.tokens is None
+
+
+def test_verify_token_outside_http(oauth_server: OAuthServer) -> None:
+    """``verify_token`` (for stdio and other non-HTTP transports) applies the same checks, audience included."""
+    access = oauth_server.shell(MINT.format(user="bob", scope="mcp", resource=oauth_server.url))
+    script = (
+        "from django_mcp.auth.bearer import Challenge, verify_token\n"
+        f"info = verify_token({access!r}, {oauth_server.url!r})\n"
+        "print(info.user.username, sorted(info.scopes), bool(info.client_id))\n"
+        "try:\n"
+        f"    verify_token({access!r}, {oauth_server.base + '/elsewhere/'!r})\n"
+        "except Challenge as c:\n"
+        "    print(c.status, c.error)\n"
+    )
+    out = oauth_server.live.manage("shell", "-c", script).strip().splitlines()
+    assert out[-2:] == ["bob ['mcp'] True", "401 invalid_token"]
