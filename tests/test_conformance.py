@@ -193,7 +193,7 @@ def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory
     import asyncio
 
     from tests.conftest import free_port
-    from tests.oauth.kit import Browser, register, start_oauth_server
+    from tests.oauth.kit import Browser, register, start_oauth_server, stop_oauth_server
 
     if not _suite_available():
         message = "the conformance suite is not installed (run `make node`)"
@@ -245,4 +245,4 @@ def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory
         assert not bad, _describe(checks)
         assert suite.returncode == 0, "".join(output)[-4000:]
     finally:
-        server.live.stop()
+        stop_oauth_server(server)

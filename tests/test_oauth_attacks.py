@@ -10,11 +10,16 @@ import pytest
 
 from tests.oauth.kit import (  # noqa: F401  (fixtures)
     INIT,
+    MINT,
     REDIRECT,
     Browser,
     OAuthServer,
+    assert_invalid_token,
+    authorize,
     authorize_url,
+    code_flow,
     mcp_post,
+    new_client,
     oauth_log,
     oauth_server,
     pkce,
@@ -31,39 +36,6 @@ async def alice(oauth_server: OAuthServer) -> Any:
     await b.close()
 
 
-def new_client(server: OAuthServer) -> str:
-    r = register(server)
-    assert r.status_code == 201, r.text
-    return str(r.json()["client_id"])
-
-
-async def authorize(browser: Browser, url: str) -> dict[str, list[str]]:
-    """Consent to ``url``; the query of the redirect back to the client (a code or an error)."""
-    r = await browser.consent(url)
-    assert r.status_code == 302, (r.status_code, r.text[:300])
-    location = r.headers["location"]
-    assert location.startswith(REDIRECT), location
-    return parse_qs(urlsplit(location).query)
-
-
-async def code_flow(server: OAuthServer, browser: Browser, **extra: str) -> dict[str, Any]:
-    """A full authorization code + PKCE exchange; the token response."""
-    client_id = new_client(server)
-    verifier, challenge = pkce()
-    query = await authorize(browser, authorize_url(server, client_id, challenge, **extra))
-    assert query["iss"] == [server.base]  # RFC 9207
-    r = token(
-        server,
-        grant_type="authorization_code",
-        code=query["code"][0],
-        redirect_uri=REDIRECT,
-        client_id=client_id,
-        code_verifier=verifier,
-    )
-    assert r.status_code == 200, r.text
-    return {**r.json(), "client_id": client_id}
-
-
 def call_whoami(server: OAuthServer, access: str, **headers: str) -> httpx.Response:
     body = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}
     init = mcp_post(server, access, INIT)
@@ -71,12 +43,6 @@ def call_whoami(server: OAuthServer, access: str, **headers: str) -> httpx.Respo
         return init
     sid = init.headers["mcp-session-id"]
     return mcp_post(server, access, body, **{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-06-18", **headers})
-
-
-def assert_invalid_token(r: httpx.Response) -> None:
-    assert r.status_code == 401, r.text
-    assert 'error="invalid_token"' in r.headers["www-authenticate"]
-    assert "resource_metadata=" in r.headers["www-authenticate"]
 
 
 async def test_valid_flow_works(oauth_server: OAuthServer, alice: Browser, oauth_log: Any) -> None:
@@ -92,8 +58,6 @@ async def test_token_for_another_resource(oauth_server: OAuthServer, alice: Brow
 
 def test_token_without_audience(oauth_server: OAuthServer, oauth_log: Any) -> None:
     """``REQUIRE_AUDIENCE``: a token naming no resource is not for us."""
-    from tests.test_oauth_flow import MINT
-
     access = oauth_server.shell(
         MINT.format(user="bob", scope="mcp", resource="").replace('resource=[""]', "resource=[]")
     )
@@ -101,8 +65,6 @@ def test_token_without_audience(oauth_server: OAuthServer, oauth_log: Any) -> No
 
 
 def test_expired_token(oauth_server: OAuthServer, oauth_log: Any) -> None:
-    from tests.test_oauth_flow import MINT
-
     access = oauth_server.shell(MINT.format(user="bob", scope="mcp", resource=oauth_server.url))
     assert mcp_post(oauth_server, access, INIT).status_code == 200
     oauth_server.shell(

@@ -17,7 +17,9 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.oauth.kit import (  # noqa: F401  (fixtures)
+    CONFIDENTIAL_APP,
     INIT,
+    MINT,
     REDIRECT,
     Browser,
     OAuthServer,
@@ -198,26 +200,17 @@ async def test_denied_consent_grants_nothing(oauth_server: OAuthServer, browser:
     assert user.storage.tokens is None
 
 
-MINT = f"""
-from datetime import timedelta
-from django.utils import timezone
-from oauth2_provider.models import AccessToken, Application
-from django.contrib.auth.models import User
-app, _ = Application.objects.get_or_create(name="minted", defaults=dict(
-    client_type="public", authorization_grant_type="authorization-code", redirect_uris={REDIRECT!r}))
-import secrets
-value = secrets.token_urlsafe(30)
-AccessToken.objects.create(user=User.objects.get(username="{{user}}"), application=app, token=value,
-    expires=timezone.now() + timedelta(hours=1), scope="{{scope}}", resource=["{{resource}}"])
-print(value)
-"""
-
-CONFIDENTIAL_APP = """
-from oauth2_provider.models import Application
-from django.contrib.auth.models import User
-from oauth2_provider.generators import generate_client_secret
-secret = generate_client_secret()
-app = Application.objects.create(name="machine", client_type="confidential", client_secret=secret,
-    authorization_grant_type="client-credentials", user=User.objects.get(username="bob"))
-print(app.client_id, secret)
-"""
+def test_verify_token_outside_http(oauth_server: OAuthServer) -> None:
+    """``verify_token`` (for stdio and other non-HTTP transports) applies the same checks, audience included."""
+    access = oauth_server.shell(MINT.format(user="bob", scope="mcp", resource=oauth_server.url))
+    script = (
+        "from django_mcp.auth.bearer import Challenge, verify_token\n"
+        f"info = verify_token({access!r}, {oauth_server.url!r})\n"
+        "print(info.user.username, sorted(info.scopes), bool(info.client_id))\n"
+        "try:\n"
+        f"    verify_token({access!r}, {oauth_server.base + '/elsewhere/'!r})\n"
+        "except Challenge as c:\n"
+        "    print(c.status, c.error)\n"
+    )
+    out = oauth_server.live.manage("shell", "-c", script).strip().splitlines()
+    assert out[-2:] == ["bob ['mcp'] True", "401 invalid_token"]

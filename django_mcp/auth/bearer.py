@@ -171,6 +171,27 @@ def bearer_token(headers: dict[bytes, bytes]) -> str | None:
     return token
 
 
+def verify_token(token: str, url: str) -> AuthInfo:
+    """Verify ``token`` as if it were presented at ``url`` (sync; for transports without HTTP, e.g. stdio).
+
+    The audience check compares the token's ``resource`` with ``url``, so pass the
+    public URL of the MCP endpoint. Raises ``Challenge`` when the token is refused.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": parts.scheme,
+        "path": parts.path or "/",
+        "query_string": b"",
+        "headers": [(b"host", parts.netloc.encode()), (b"authorization", f"Bearer {token}".encode())],
+        "server": (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)),
+    }
+    return _verify(scope, token)
+
+
 async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
     """Verify the request's bearer token (in a thread: DOT queries the database) or raise ``Challenge``."""
     return await sync_to_async(_verify, thread_sensitive=True)(scope, bearer_token(headers))
@@ -227,4 +248,5 @@ __all__ = [
     "endpoint_path",
     "insufficient_scope",
     "resource_metadata_url",
+    "verify_token",
 ]

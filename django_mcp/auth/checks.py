@@ -14,7 +14,7 @@ from django.core.checks import Error, Tags, Warning, register
 from ..conf import mcp_settings
 
 
-@register(Tags.security)
+@register(Tags.compatibility)
 def check_oauth(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     if mcp_settings.AUTH != "oauth":
         return []

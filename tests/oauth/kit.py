@@ -13,8 +13,6 @@ import hashlib
 import json
 import re
 import secrets
-import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -33,7 +31,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import ROOT, LiveServer, free_port, server_env, start_server
+from tests.conftest import LiveServer, free_port, need_service, server_env, start_server
 
 PASSWORD = "correct horse battery staple"
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -64,12 +62,38 @@ class OAuthServer:
         return lines[-1] if lines else ""
 
 
+def _fresh_postgres_database() -> str:
+    """A database of its own: these servers hold users, unlike the shared ``test`` database's sessions."""
+    import psycopg
+
+    name = f"mcp_oauth_{secrets.token_hex(6)}"
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def _drop_postgres_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def start_oauth_server(tmp: Path, **env: str) -> OAuthServer:
     environ = server_env(tmp, settings="tests.oauth.settings", **env)
+    if environ["MCP_TEST_DB"] == "postgres":
+        need_service("PostgreSQL", 5432)
+        environ["MCP_PG_NAME"] = _fresh_postgres_database()
     live = start_server(environ, tmp / "daphne.log", app="tests.oauth.asgi:application")
     server = OAuthServer(live)
     server.shell(SETUP.format(password=PASSWORD))
     return server
+
+
+def stop_oauth_server(server: OAuthServer) -> None:
+    server.live.stop()
+    if server.live.env["MCP_TEST_DB"] == "postgres":
+        _drop_postgres_database(server.live.env["MCP_PG_NAME"])
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +103,7 @@ def oauth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServ
     server = start_oauth_server(tmp, MCP_CIMD_PORT=str(cimd.port))
     server.cimd = cimd  # type: ignore[attr-defined]
     yield server
-    server.live.stop()
+    stop_oauth_server(server)
     cimd.close()
 
 
@@ -305,7 +329,65 @@ INIT = {
 }
 
 
-def run_manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "django", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+def new_client(server: OAuthServer) -> str:
+    r = register(server)
+    assert r.status_code == 201, r.text
+    return str(r.json()["client_id"])
+
+
+async def authorize(browser: Browser, url: str) -> dict[str, list[str]]:
+    """Consent to ``url``; the query of the redirect back to the client (a code or an error)."""
+    r = await browser.consent(url)
+    assert r.status_code == 302, (r.status_code, r.text[:300])
+    location = r.headers["location"]
+    assert location.startswith(REDIRECT), location
+    return parse_qs(urlsplit(location).query)
+
+
+async def code_flow(server: OAuthServer, browser: Browser, **extra: str) -> dict[str, Any]:
+    """A full authorization code + PKCE exchange; the token response."""
+    client_id = new_client(server)
+    verifier, challenge = pkce()
+    query = await authorize(browser, authorize_url(server, client_id, challenge, **extra))
+    assert query["iss"] == [server.base]  # RFC 9207
+    r = token(
+        server,
+        grant_type="authorization_code",
+        code=query["code"][0],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=verifier,
     )
+    assert r.status_code == 200, r.text
+    return {**r.json(), "client_id": client_id}
+
+
+def assert_invalid_token(r: httpx.Response) -> None:
+    assert r.status_code == 401, r.text
+    assert 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert "resource_metadata=" in r.headers["www-authenticate"]
+
+
+MINT = f"""
+from datetime import timedelta
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application
+from django.contrib.auth.models import User
+app, _ = Application.objects.get_or_create(name="minted", defaults=dict(
+    client_type="public", authorization_grant_type="authorization-code", redirect_uris={REDIRECT!r}))
+import secrets
+value = secrets.token_urlsafe(30)
+AccessToken.objects.create(user=User.objects.get(username="{{user}}"), application=app, token=value,
+    expires=timezone.now() + timedelta(hours=1), scope="{{scope}}", resource=["{{resource}}"])
+print(value)
+"""
+
+CONFIDENTIAL_APP = """
+from oauth2_provider.models import Application
+from django.contrib.auth.models import User
+from oauth2_provider.generators import generate_client_secret
+secret = generate_client_secret()
+app = Application.objects.create(name="machine", client_type="confidential", client_secret=secret,
+    authorization_grant_type="client-credentials", user=User.objects.get(username="bob"))
+print(app.client_id, secret)
+"""
