@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
 from tests.conftest import IN_CI
-from tests.oauth.kit import PASSWORD, OAuthServer, Storage, start_oauth_server
+from tests.oauth.kit import PASSWORD, OAuthServer, Storage, start_oauth_server, stop_oauth_server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CALLBACK = "http://127.0.0.1:8976/callback"  # never reached: the browser's request to it is intercepted
@@ -46,7 +46,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServer]:
     need_chromium()
     srv = start_oauth_server(tmp_path_factory.mktemp("browser"))
     yield srv
-    srv.live.stop()
+    stop_oauth_server(srv)
 
 
 @pytest.fixture

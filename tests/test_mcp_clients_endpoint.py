@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
-from tests.oauth.kit import INIT, PASSWORD, OAuthServer, mcp_post, start_oauth_server
+from tests.oauth.kit import INIT, PASSWORD, OAuthServer, mcp_post, start_oauth_server, stop_oauth_server
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServer]:
     srv = start_oauth_server(tmp_path_factory.mktemp("clients"))
     srv.shell(f"from django.contrib.auth.models import User; User.objects.create_superuser('root', '', {PASSWORD!r})")
     yield srv
-    srv.live.stop()
+    stop_oauth_server(srv)
 
 
 def admin_session(server: OAuthServer) -> httpx.Client:

@@ -104,34 +104,23 @@ class Command(BaseCommand):
         return user
 
     def token_identity(self, token: str) -> Identity:
-        """Verify ``token`` with DOT's configured validator (local tokens, or introspection)."""
+        """Verify ``token`` with the HTTP endpoint's own checks (DOT's validator, user, client, audience)."""
         from django.apps import apps
 
         if not apps.is_installed("oauth2_provider"):
             raise CommandError(f"${TOKEN_ENV} needs 'oauth2_provider' in INSTALLED_APPS.")
         from oauth2_provider.settings import oauth2_settings
-        from oauthlib.common import Request
 
-        from ...auth_clients import is_client_disabled
+        from ...auth.bearer import Challenge, verify_token
 
-        validator = oauth2_settings.OAUTH2_VALIDATOR_CLASS()
         # stdio has no URL to match a token's audience (RFC 8707) against: a token this server issued for any
-        # of its resources is accepted, so DOT's audience check is given the token's own first resource.
-        stored = validator._load_access_token(token) if token else None
-        request = Request((getattr(stored, "resource", None) or [""])[0])
-        if not token or not validator.validate_bearer_token(token, [], request):
-            raise CommandError(f"${TOKEN_ENV} is not a valid access token (unknown, expired or revoked).")
-        access_token = request.access_token
-        application = access_token.application
-        if application is not None and is_client_disabled(application):
-            raise CommandError(f"${TOKEN_ENV} belongs to a disabled client.")
-        user = access_token.user or getattr(application, "user", None)
-        if user is None:
+        # of its resources is accepted, so the check is given the token's own first resource.
+        stored = oauth2_settings.OAUTH2_VALIDATOR_CLASS()._load_access_token(token) if token else None
+        url = (getattr(stored, "resource", None) or ["http://localhost/"])[0]
+        try:
+            info = verify_token(token, url)
+        except Challenge as exc:
+            raise CommandError(f"${TOKEN_ENV} is not a valid access token: {exc.description}") from None
+        if not getattr(info.user, "is_authenticated", False):
             raise CommandError(f"${TOKEN_ENV} acts for no user.")
-        if not user.is_active:
-            raise CommandError(f"The user of ${TOKEN_ENV} is inactive.")
-        return Identity(
-            user=user,
-            scopes=frozenset(access_token.scope.split()),
-            client_id=application.client_id if application is not None else "",
-        )
+        return Identity(user=info.user, scopes=info.scopes, client_id=info.client_id)
