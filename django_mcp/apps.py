@@ -14,5 +14,8 @@ class DjangoMCPConfig(AppConfig):
             checks,  # noqa: F401  (registers the system checks)
             site,
         )
+        from .auth import checks as auth_checks  # noqa: F401  (registers the OAuth checks)
+        from .auth_clients import connect_signals
 
+        connect_signals(self)
         autodiscover_modules("mcp", register_to=site)

@@ -109,3 +109,27 @@ def _routes_endpoint(app: Any, endpoint: str, depth: int = 0) -> bool:
         return False
     inner = getattr(app, "inner", None) or getattr(app, "application", None)
     return inner is not None and _routes_endpoint(inner, endpoint, depth + 1)
+
+
+@register(Tags.security, deploy=False)
+def check_development_mode(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``AUTH = "none"`` is a development mode: refused unless DEBUG is on.
+
+    At request time the endpoint then also answers loopback connections only
+    (``transports.security.unauthenticated_refusal``); outside development
+    ``"oauth"`` is the only way to serve it.
+    """
+    user = getattr(settings, "DJANGO_MCP", None)
+    auth = (user if isinstance(user, dict) else {}).get("AUTH", DEFAULTS["AUTH"])
+    if auth != "none" or settings.DEBUG:
+        return []
+    return [
+        Error(
+            "DJANGO_MCP['AUTH'] is 'none' (no authentication) while DEBUG is off.",
+            hint=(
+                "Set DJANGO_MCP['AUTH'] = 'oauth' for any deployment. 'none' is a development mode: "
+                "it needs DEBUG = True and serves loopback connections only."
+            ),
+            id="django_mcp.E009",
+        )
+    ]

@@ -57,6 +57,13 @@ DEFAULTS: dict[str, Any] = {
     # ModelResource: largest file (bytes) whose contents a read inlines as a blob; larger files are links only.
     "RESOURCE_MAX_BLOB_SIZE": 1024 * 1024,
     # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
+    # Scopes this site grants, with the description shown on the consent page; scopes declared by
+    # tools, resources and prompts are added automatically (described by their name unless listed here).
+    "SCOPES": {"mcp": "Connect to this site's MCP server"},
+    # Let MCP clients register themselves (RFC 7591) without an account; consent still needs a user.
+    "ALLOW_ANONYMOUS_REGISTRATION": True,
+    # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
+    "REQUIRE_AUDIENCE": True,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

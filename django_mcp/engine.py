@@ -67,7 +67,9 @@ class Exchange:
         session: SessionState | None,
         user: Any,
         outlet: Outlet | None,
+        *,
         locale: str | None = None,
+        auth: Any = None,
     ) -> None:
         self.server = server
         self.locale = locale  # the caller's Accept-Language (HTTP), activated while the handler runs
@@ -83,6 +85,7 @@ class Exchange:
 
             user = AnonymousUser()
         self.user = user
+        self.auth = auth  # django_mcp.auth.bearer.AuthInfo when an OAuth token authenticated the request
         self.outlet = outlet
         self.cancelled = asyncio.Event()
         meta = self.params.get("_meta") or {}
@@ -104,8 +107,8 @@ class Exchange:
 
     # -- Runtime protocol -----------------------------------------------------------
     def allowed(self, scopes: list[str]) -> bool:
-        """Whether the caller may see/use something needing ``scopes`` (auth comes later)."""
-        return True
+        """Whether the caller's token grants ``scopes``; callers without a token were let in by the transport."""
+        return not scopes or self.auth is None or bool(self.auth.allows(scopes))
 
     def log_enabled(self, level: str) -> bool:
         if self.log_level is None:
@@ -207,9 +210,11 @@ class Engine:
         session: SessionState | None,
         user: Any,
         outlet: Outlet | None,
+        *,
         locale: str | None = None,
+        auth: Any = None,
     ) -> dict[str, Any] | None:
-        ex = Exchange(server, request, revision, session, user, outlet, locale)
+        ex = Exchange(server, request, revision, session, user, outlet, locale=locale, auth=auth)
         key = (session.id, request.id) if session else None
         task = asyncio.current_task()
         if task is not None:

@@ -1,4 +1,4 @@
-"""Database state: handshake-era sessions (stateless 2026-07-28 requests need none)."""
+"""Database state: handshake-era sessions (stateless 2026-07-28 requests need none) and OAuth client state."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ class MCPSession(models.Model):
     client_capabilities = models.JSONField(_("client capabilities"), default=dict, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="mcp_sessions"
+    )
+    oauth_client = models.CharField(
+        _("OAuth client"), max_length=255, blank=True, default="", help_text=_("client_id of the token that opened it")
     )
     log_level = models.CharField(_("log level"), max_length=16, blank=True, default="")
     subscriptions = models.JSONField(_("resource subscriptions"), default=list, blank=True)
@@ -36,3 +39,26 @@ class MCPSession(models.Model):
     @property
     def is_active(self) -> bool:
         return self.ended is None
+
+
+class MCPClient(models.Model):
+    """django_mcp's record of one OAuth client (a django-oauth-toolkit Application, by ``client_id``).
+
+    Keyed by ``client_id`` rather than a foreign key so that django_mcp needs no
+    OAuth app installed (development mode) and works with a swapped application
+    model. DOT itself records how and when the application was registered; this
+    adds what MCP needs on top: whether an administrator disabled the client.
+    """
+
+    client_id = models.CharField(_("client ID"), max_length=255, unique=True)
+    disabled = models.BooleanField(_("disabled"), default=False, db_index=True)
+    disabled_at = models.DateTimeField(_("disabled at"), null=True, blank=True)
+    created = models.DateTimeField(_("first seen"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("MCP client")
+        verbose_name_plural = _("MCP clients")
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return self.client_id

@@ -28,6 +28,7 @@ class SessionState:
     __slots__ = (
         "checked",
         "client_capabilities",
+        "client_id",
         "client_info",
         "id",
         "initialized",
@@ -48,12 +49,14 @@ class SessionState:
         log_level: str | None = None,
         subscriptions: set[str] | None = None,
         initialized: bool = False,
+        client_id: str = "",
     ) -> None:
         self.id = id
         self.revision = revision
         self.client_info = client_info
         self.client_capabilities = client_capabilities
         self.user_id = user_id
+        self.client_id = client_id  # the OAuth client whose token opened the session ("" without OAuth)
         self.log_level = log_level
         self.subscriptions = subscriptions or set()
         self.initialized = initialized
@@ -79,6 +82,11 @@ def _apply(state: SessionState, fields: dict[str, Any]) -> None:
             setattr(state, _FIELD_ATTRS[name], value)
 
 
+def owner_id(user: Any) -> Any:
+    """The primary key a session records for ``user`` (None for anonymous callers)."""
+    return getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+
+
 def new_session_id() -> str:
     """256 random bits, URL-safe base64: visible ASCII as the transport spec requires."""
     return secrets.token_urlsafe(32)
@@ -99,11 +107,16 @@ class SessionStore:
                 _apply(state, payload.get("fields") or {})
 
     async def create(
-        self, revision: str, client_info: dict[str, Any], capabilities: dict[str, Any], user: Any
+        self,
+        revision: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        user: Any,
+        client_id: str = "",
     ) -> SessionState:
         from .models import MCPSession
 
-        user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+        user_id = owner_id(user)
         sid = new_session_id()
         await MCPSession.objects.acreate(
             id=sid,
@@ -111,10 +124,22 @@ class SessionStore:
             client_info=client_info,
             client_capabilities=capabilities,
             user_id=user_id,
+            oauth_client=client_id,
             last_seen=timezone.now(),
         )
-        state = SessionState(sid, revision, client_info, capabilities, user_id)
+        state = SessionState(sid, revision, client_info, capabilities, user_id, client_id=client_id)
         self._local[sid] = state
+        return state
+
+    async def get_owned(self, sid: str, user: Any, client_id: str = "") -> SessionState | None:
+        """``get``, and None as well when the session belongs to another user or OAuth client.
+
+        A session id is a bearer secret only together with the token that opened it:
+        presented with another user's (or client's) token it does not exist.
+        """
+        state = await self.get(sid)
+        if state is None or state.user_id != owner_id(user) or state.client_id != client_id:
+            return None
         return state
 
     async def get(self, sid: str) -> SessionState | None:
@@ -159,6 +184,7 @@ class SessionStore:
             row.log_level or None,
             set(row.subscriptions or ()),
             row.initialized,
+            row.oauth_client,
         )
         self._local[sid] = state
         return state

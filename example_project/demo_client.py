@@ -5,20 +5,30 @@
     .venv/bin/python example_project/demo_client.py --mode legacy   # initialize + Mcp-Session-Id
     .venv/bin/python example_project/demo_client.py --sse           # the 2024-11-05 HTTP+SSE transport
 
+The demo server asks for OAuth. `--oauth` runs the whole flow the way a desktop host does: the SDK
+discovers the authorization server from the 401, registers itself (RFC 7591), opens your browser on
+the consent page (sign in as reader / library-demo) and receives the code on a loopback callback.
+Or pass a token made by `manage.py mcp_token` in DJANGO_MCP_TOKEN (make demo prints one).
+
 It searches, reads a book, lends it (answering the server's elicitation for the borrower's name),
 returns it, reads both resources, completes a book id and renders the prompt.
 """
 
 import argparse
 import json
+import os
 import warnings
+import webbrowser
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.client import ClientRequestContext
 from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
 
 warnings.simplefilter("ignore")  # the SDK's deprecation notices
 
@@ -43,8 +53,83 @@ def show(title: str, value: Any) -> None:
     print("  " + text.strip().replace("\n", "\n  "))
 
 
-async def main(url: str, mode: str, sse: bool) -> None:
-    target: Any = sse_client(url.rstrip("/") + "/sse/") if sse else url
+class MemoryStorage:
+    """Where the SDK keeps its registration and tokens (a real host would persist them)."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client = client_info
+
+
+def oauth_provider(url: str, port: int = 33418) -> Any:
+    """The official SDK's OAuthClientProvider, with the browser and a one-shot loopback callback server."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+    redirect_uri = f"http://127.0.0.1:{port}/callback"
+    received: dict[str, list[str]] = {}
+
+    class Callback(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            received.update(parse_qs(urlsplit(self.path).query))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<p>Done: you may close this window and go back to the terminal.</p>")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", port), Callback)  # listening before the browser is sent anywhere
+
+    async def open_browser(authorization_url: str) -> None:
+        print(f"\nOpening the consent page (sign in as reader / library-demo):\n  {authorization_url}\n")
+        webbrowser.open(authorization_url)
+
+    async def wait_for_code() -> AuthorizationCodeResult:
+        with httpd:
+            while not received:
+                await anyio.to_thread.run_sync(httpd.handle_request)
+        if "code" not in received:
+            raise SystemExit(f"authorization refused: {received.get('error', ['?'])[0]}")
+        return AuthorizationCodeResult(
+            code=received["code"][0], state=received.get("state", [None])[0], iss=received.get("iss", [None])[0]
+        )
+
+    metadata = OAuthClientMetadata(
+        client_name="Library demo client",
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+    )
+    return OAuthClientProvider(
+        url, metadata, MemoryStorage(), redirect_handler=open_browser, callback_handler=wait_for_code
+    )
+
+
+async def main(url: str, mode: str, sse: bool, oauth: bool) -> None:
+    import httpx2
+
+    token = os.environ.get("DJANGO_MCP_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token and not oauth else {}
+    if sse:
+        target: Any = sse_client(url.rstrip("/") + "/sse/", headers=headers)
+    else:
+        http = httpx2.AsyncClient(headers=headers, auth=oauth_provider(url) if oauth else None, timeout=60)
+        target = streamable_http_client(url, http_client=http)
     async with Client(
         target,
         mode="legacy" if sse else mode,
@@ -95,5 +180,6 @@ if __name__ == "__main__":
     parser.add_argument("url", nargs="?", default="http://127.0.0.1:8000/mcp/")
     parser.add_argument("--mode", choices=["auto", "legacy", "2026-07-28"], default="auto")
     parser.add_argument("--sse", action="store_true", help="use the legacy HTTP+SSE transport at <url>sse/")
+    parser.add_argument("--oauth", action="store_true", help="sign in through the browser (OAuth 2.1 + PKCE)")
     args = parser.parse_args()
-    anyio.run(main, args.url, args.mode, args.sse)
+    anyio.run(main, args.url, args.mode, args.sse, args.oauth)

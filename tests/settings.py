@@ -14,7 +14,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "channels",
-    "django_mcp",
+    "django_mcp",  # before oauth2_provider: its consent page template wins
+    "oauth2_provider",
     "rest_framework",
     "tests.testapp",
     "tests.promptapp",
@@ -85,6 +86,8 @@ else:
 
 DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-tests",
+    # Development mode on loopback, with DEBUG off like production (hence E009 silenced below).
+    "AUTH": "none",
     "VALIDATE_RESULTS": True,
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
     # Tight limits for the expiry/timeout tests, which start a server of their own.
@@ -93,6 +96,7 @@ DJANGO_MCP = {
     "CLIENT_REQUEST_TIMEOUT": float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT", "300")),
     "ATOMIC_TOOL_CALLS": os.environ.get("MCP_ATOMIC_TOOL_CALLS", "1") == "1",
 }
+SILENCED_SYSTEM_CHECKS = ["django_mcp.E009"]
 USE_TZ = True
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -182,3 +182,67 @@ def test_node_and_scenario_lists() -> None:
         stateless
     )
     assert not [name for name in handshake + stateless if name.startswith("tasks-")]
+
+
+def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The suite's authorization-server scenarios against the OAuth test project (``AUTH = "oauth"``).
+
+    ``authorization-code-grant`` waits for a person: a logged-in browser session answers
+    the consent page and follows the redirect to the suite's callback server.
+    """
+    import asyncio
+
+    from tests.conftest import free_port
+    from tests.oauth.kit import Browser, register, start_oauth_server, stop_oauth_server
+
+    if not _suite_available():
+        message = "the conformance suite is not installed (run `make node`)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    tmp = tmp_path_factory.mktemp("conformance-auth")
+    server = start_oauth_server(tmp)
+    try:
+        port = free_port()
+        registered = register(server, redirect_uris=[f"http://127.0.0.1:{port}/callback"])
+        assert registered.status_code == 201, registered.text
+        results = tmp / "results"
+        command = [
+            str(NODE), str(SUITE), "authorization",
+            "--url", server.base,
+            "--client-id", registered.json()["client_id"],
+            "--resource", server.url,
+            "-p", str(port),
+            "-o", str(results),
+        ]  # fmt: skip
+        suite = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
+        assert suite.stdout is not None
+        output: list[str] = []
+        for line in suite.stdout:
+            output.append(line)
+            if line.startswith(server.base + "/oauth/authorize/"):
+                break
+
+        async def approve(url: str) -> None:
+            browser = Browser(server.base)
+            try:
+                await browser.login("alice")
+                consent = await browser.consent(url)
+                assert consent.status_code == 302, consent.text[:500]
+                await browser.http.get(consent.headers["location"])  # the suite's callback server
+            finally:
+                await browser.close()
+
+        assert output and output[-1].startswith(server.base), "".join(output)
+        asyncio.run(approve(output[-1].strip()))
+        rest, _ = suite.communicate(timeout=120)
+        output.append(rest)
+        checks = [c for f in results.glob("**/checks.json") for c in json.loads(f.read_text())]
+        assert {c["id"] for c in checks} >= {"authorization-server-metadata", "authorization-code-grant"}, "".join(
+            output
+        )
+        bad = [c for c in checks if c["status"] not in PASSING]
+        assert not bad, _describe(checks)
+        assert suite.returncode == 0, "".join(output)[-4000:]
+    finally:
+        stop_oauth_server(server)

@@ -36,7 +36,7 @@ from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
 from . import stateless
-from .security import host_allowed, origin_allowed
+from .security import host_allowed, origin_allowed, unauthenticated_refusal
 
 logger = logging.getLogger("django_mcp")
 
@@ -49,9 +49,18 @@ SSE_CT = b"text/event-stream"
 class HTTPError(Exception):
     """Ends the exchange with an HTTP status and a JSON-RPC error body."""
 
-    def __init__(self, status: int, code: int, message: str, data: Any = None, request_id: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        data: Any = None,
+        request_id: Any = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.error, self.request_id = status, ProtocolError(code, message, data), request_id
+        self.headers = headers or []
 
 
 def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> bytes:
@@ -177,7 +186,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         await self.safe_body(jsonrpc.dumps(payload))
 
     async def error_response(self, exc: HTTPError) -> None:
-        await self.json_response(exc.status, jsonrpc.error_message(exc.request_id, exc.error))
+        await self.json_response(exc.status, jsonrpc.error_message(exc.request_id, exc.error), exc.headers)
 
     async def empty_response(self, status: int, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         await self.send_headers(status=status, headers=extra or [])
@@ -186,6 +195,8 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
     # -- routing by HTTP method ---------------------------------------------------------
     async def dispatch_http(self, method: str) -> None:
         self.check_origin()
+        if method != "OPTIONS":
+            await self.authenticate()
         if method == "POST":
             await self.handle_post()
         elif method == "GET":
@@ -202,12 +213,26 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             )
 
     def check_origin(self) -> None:
+        if (refusal := unauthenticated_refusal(self.scope)) is not None:
+            raise HTTPError(403, jsonrpc.INVALID_REQUEST, refusal)
         host = self.header(b"host") or ""
         if not host_allowed(host):
             raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host not allowed")
         origin = self.header(b"origin")
         if origin is not None and not origin_allowed(origin, host):
             raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin not allowed")
+
+    async def authenticate(self) -> None:
+        """With ``AUTH = "oauth"``: a valid bearer token or a 401/403 challenge (django_mcp.auth)."""
+        if mcp_settings.AUTH == "oauth":
+            from ..auth.bearer import authenticate_scope
+
+            await authenticate_scope(self.scope, self._headers)
+
+    async def load_session(self, sid: str) -> SessionState | None:
+        """The session ``sid`` if it is live and belongs to this caller (user and OAuth client)."""
+        auth = self.scope.get("mcp_auth")
+        return await store.get_owned(sid, self.scope.get("user"), auth.client_id if auth is not None else "")
 
     def accepts(self, *types: bytes) -> bool:
         accept = self._headers.get(b"accept", b"").lower()
@@ -285,7 +310,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 "Bad Request: Mcp-Session-Id header is required",
                 request_id=jsonrpc.id_of(payload),
             )
-        session = await store.get(sid)
+        session = await self.load_session(sid)
         if session is None:
             raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found", request_id=jsonrpc.id_of(payload))
         if version is not None and version != session.revision:
@@ -346,8 +371,13 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             await self.json_response(400, jsonrpc.error_message(message.id, exc))
             return
         server = self.get_server()
+        auth = self.scope.get("mcp_auth")
         session = await store.create(
-            revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.scope.get("user")
+            revision,
+            params.get("clientInfo") or {},
+            params.get("capabilities") or {},
+            self.scope.get("user"),
+            auth.client_id if auth is not None else "",
         )
         result = engine.finalize("initialize", revision, server.initialize_result(revision))
         await self.json_response(
@@ -378,7 +408,14 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         results = await asyncio.gather(
             *(
                 engine.handle_request(
-                    server, r, session.revision, session, self.scope.get("user"), None, self.header(b"accept-language")
+                    server,
+                    r,
+                    session.revision,
+                    session,
+                    self.scope.get("user"),
+                    None,
+                    locale=self.header(b"accept-language"),
+                    auth=self.scope.get("mcp_auth"),
                 )
                 for r in requests
             )
@@ -394,6 +431,11 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         cancel_on_close: bool = False,
     ) -> None:
         """Run one request; answer JSON, or SSE if the handler emitted something first."""
+        auth = self.scope.get("mcp_auth")
+        if auth is not None:
+            from ..auth.bearer import check_scopes
+
+            check_scopes(self.scope, self.get_server(), request, auth)
         stream = ResponseStream(self, session.id if session else None)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
         task = asyncio.ensure_future(
@@ -404,7 +446,8 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 session,
                 self.scope.get("user"),
                 stream,
-                self.header(b"accept-language"),
+                locale=self.header(b"accept-language"),
+                auth=auth,
             )
         )
         engine.track(task, session.id if session else None)
@@ -455,7 +498,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         sid = self.header(b"mcp-session-id")
         if sid is None:
             raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-        session = await store.get(sid)
+        session = await self.load_session(sid)
         if session is None:
             raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
         if version is not None and version != session.revision:
@@ -611,7 +654,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         sid = self.header(b"mcp-session-id")
         if sid is None:
             raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-        session = await store.get(sid)
+        session = await self.load_session(sid)
         if session is None:
             raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
         await store.end(sid)

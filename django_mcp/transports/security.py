@@ -1,4 +1,4 @@
-"""Host and Origin validation for the MCP endpoints (DNS-rebinding protection).
+"""Host and Origin validation (DNS-rebinding protection) and the loopback rule of development mode.
 
 ``Host`` must match ``ALLOWED_HOSTS`` (Django's own rules, so a rebinding attack
 with a foreign host name fails even on localhost). A browser ``Origin`` must be
@@ -7,6 +7,8 @@ the endpoint's own origin or one listed in ``DJANGO_MCP["ALLOWED_ORIGINS"]``.
 
 from __future__ import annotations
 
+from ipaddress import ip_address
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -35,3 +37,40 @@ def origin_allowed(origin: str, host: str) -> bool:
         return False
     # Same-origin requests: the Origin's host[:port] is the Host we were reached at.
     return parts.netloc.lower() == host.lower()
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
+_FORWARDING_HEADERS = frozenset({b"forwarded", b"x-forwarded-for", b"x-real-ip"})
+
+
+def is_loopback(host: object) -> bool:
+    """Whether ``host`` (an address from an ASGI scope) is this machine's loopback interface."""
+    if not isinstance(host, str) or not host:
+        return False
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def unauthenticated_refusal(scope: dict[str, Any]) -> str | None:
+    """Why a request may not use development mode (``AUTH = "none"``), or None when it may.
+
+    Without authentication the endpoint answers only on loopback: the address the
+    connection arrived at (``scope["server"]``) and the peer (``scope["client"]``)
+    must both be loopback, and a request relayed by a proxy or a tunnel (it carries
+    ``Forwarded``/``X-Forwarded-For``) is refused too, since its real client is
+    elsewhere. A scope without addresses comes from an in-process test client.
+    """
+    if mcp_settings.AUTH != "none":
+        return None
+    server, client = scope.get("server"), scope.get("client")
+    if server is not None and not is_loopback(server[0] if server else None):
+        return "Forbidden: AUTH 'none' (development mode) serves loopback only; set DJANGO_MCP['AUTH'] = 'oauth'"
+    if client is not None and not is_loopback(client[0] if client else None):
+        return "Forbidden: AUTH 'none' (development mode) answers loopback clients only"
+    if any(name.lower() in _FORWARDING_HEADERS for name, _ in scope.get("headers", ())):
+        return "Forbidden: AUTH 'none' (development mode) refuses proxied requests; set DJANGO_MCP['AUTH'] = 'oauth'"
+    return None

@@ -34,6 +34,7 @@ class SessionOutlet:
 class LegacySSEConsumer(MCPConsumer):
     async def dispatch_http(self, method: str) -> None:
         self.check_origin()
+        await self.authenticate()
         path = self.scope.get("path", "")
         if method == "GET" and path.rstrip("/").endswith("/sse"):
             await self.open_stream()
@@ -50,7 +51,10 @@ class LegacySSEConsumer(MCPConsumer):
         if not self.accepts(SSE_CT):
             raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include text/event-stream")
         # The session exists from the moment the stream opens; initialize fills in the revision.
-        session = await store.create("2024-11-05", {}, {}, self.scope.get("user"))
+        auth = self.scope.get("mcp_auth")
+        session = await store.create(
+            "2024-11-05", {}, {}, self.scope.get("user"), auth.client_id if auth is not None else ""
+        )
         queue: asyncio.Queue[Any] = asyncio.Queue()
         listener = self._session_listener(session, queue)
         await hub.join(session_group(session.id), listener)
@@ -99,7 +103,7 @@ class LegacySSEConsumer(MCPConsumer):
         sid = (query.get("session_id") or query.get("sessionId") or [None])[0]
         if not sid:
             raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: session_id is required")
-        session = await store.get(sid)
+        session = await self.load_session(sid)
         if session is None:
             raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
         body = await self.read_body()
@@ -122,7 +126,8 @@ class LegacySSEConsumer(MCPConsumer):
                     session,
                     self.scope.get("user"),
                     outlet,
-                    self.header(b"accept-language"),
+                    locale=self.header(b"accept-language"),
+                    auth=self.scope.get("mcp_auth"),
                 )
             if response is not None:
                 await outlet.send(response)

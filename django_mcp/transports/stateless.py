@@ -156,7 +156,8 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str)
 
     listen_filter = ListenFilter(request)
     server = consumer.get_server()
-    await listen_filter.restrict(server, Exchange(server, request, revision, None, consumer.scope.get("user"), None))
+    user, auth = consumer.scope.get("user"), consumer.scope.get("mcp_auth")
+    await listen_filter.restrict(server, Exchange(server, request, revision, None, user, None, auth=auth))
     queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
     def on_broadcast(payload: dict[str, Any]) -> None:

@@ -205,9 +205,24 @@ class _Outlet:
 class StdioTransport:
     """Serves one client on a pair of file descriptors until end of input or ``stop()``."""
 
-    def __init__(self, server: MCPServer, user: Any, input_fd: int = 0, output_fd: int = 1) -> None:
+    def __init__(
+        self,
+        server: MCPServer,
+        user: Any,
+        input_fd: int = 0,
+        output_fd: int = 1,
+        scopes: frozenset[str] | None = None,
+        client_id: str = "",
+    ) -> None:
         self.server = server
         self.user = user
+        # A token's scopes and client (``DJANGO_MCP_TOKEN``); None: the user's full rights (``--user``).
+        self.client_id = client_id
+        self.auth: Any = None
+        if scopes is not None:
+            from ..auth.bearer import AuthInfo
+
+            self.auth = AuthInfo(user=user, client_id=client_id, scopes=scopes)
         self.input_fd, self.output_fd = input_fd, output_fd
         self.era: str | None = None
         self.session: SessionState | None = None
@@ -352,7 +367,9 @@ class StdioTransport:
                     validate_request(request.method, revision, request.params)
                     await self._listen(request, outlet, revision)
                     return None
-                return await engine.handle_request(self.server, request, revision, None, self.user, outlet)
+                return await engine.handle_request(
+                    self.server, request, revision, None, self.user, outlet, auth=self.auth
+                )
             if has_envelope(request.params):
                 raise ProtocolError(
                     jsonrpc.INVALID_REQUEST,
@@ -366,7 +383,9 @@ class StdioTransport:
                     return jsonrpc.result_message(request.id, {})
                 raise ProtocolError(jsonrpc.INVALID_REQUEST, "Server not initialized: send initialize first")
             session = self.session
-            return await engine.handle_request(self.server, request, session.revision, session, self.user, outlet)
+            return await engine.handle_request(
+                self.server, request, session.revision, session, self.user, outlet, auth=self.auth
+            )
         except ProtocolError as exc:
             return jsonrpc.error_message(request.id, exc)
 
@@ -379,7 +398,7 @@ class StdioTransport:
             return jsonrpc.error_message(request.id, exc)
         try:
             session = await store.create(
-                revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.user
+                revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.user, self.client_id
             )
         except Exception:
             logger.exception("MCP stdio: could not create the session (is the database migrated?)")
@@ -472,7 +491,9 @@ class StdioTransport:
     async def _listen(self, request: jsonrpc.Request, outlet: _Outlet, revision: str) -> None:
         """2026-07-28 ``subscriptions/listen``: acknowledge, then forward opted-in changes until cancelled."""
         listen_filter = ListenFilter(request)
-        await listen_filter.restrict(self.server, Exchange(self.server, request, revision, None, self.user, None))
+        await listen_filter.restrict(
+            self.server, Exchange(self.server, request, revision, None, self.user, None, auth=self.auth)
+        )
         changes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
         def on_broadcast(payload: dict[str, Any]) -> None:
@@ -529,10 +550,18 @@ class StdioTransport:
         await self.writer.close()
 
 
-def serve(server: MCPServer | None = None, user: Any = None, *, output_fd: int | None = None) -> None:
+def serve(
+    server: MCPServer | None = None,
+    user: Any = None,
+    *,
+    output_fd: int | None = None,
+    scopes: frozenset[str] | None = None,
+    client_id: str = "",
+) -> None:
     """Run the stdio transport in this process until the client closes stdin (or SIGTERM/SIGINT).
 
-    ``user`` is who every request runs as (``AnonymousUser`` when None). Pass the
+    ``user`` is who every request runs as (``AnonymousUser`` when None); ``scopes``
+    and ``client_id`` are those of the access token it came with, if any. Pass the
     ``output_fd`` from ``protect_stdout`` if it was already called; otherwise it is
     called here.
     """
@@ -545,7 +574,7 @@ def serve(server: MCPServer | None = None, user: Any = None, *, output_fd: int |
 
         user = AnonymousUser()
     fd = protect_stdout() if output_fd is None else output_fd
-    transport = StdioTransport(server, user, input_fd=0, output_fd=fd)
+    transport = StdioTransport(server, user, input_fd=0, output_fd=fd, scopes=scopes, client_id=client_id)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()

@@ -19,7 +19,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
-    "django_mcp",
+    "django_mcp",  # before oauth2_provider: its consent page template wins
+    "oauth2_provider",
     "library",
 ]
 
@@ -63,6 +64,9 @@ DATABASES = {
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 DJANGO_MCP = {
+    # OAuth 2.1 with django-oauth-toolkit: clients register themselves, the user logs in and consents.
+    "AUTH": "oauth",
+    "SCOPES": {"mcp": "Search the catalogue, read books and record loans as you"},
     "SERVER_NAME": "Library",
     "SERVER_TITLE": "Example library",
     "INSTRUCTIONS": (
@@ -72,6 +76,12 @@ DJANGO_MCP = {
         "Books are also readable as resources at library://books/{book_id}; library://stats holds the totals."
     ),
 }
+
+# django-oauth-toolkit configured for MCP (PKCE S256, DCR, RFC 8707 audiences, refresh rotation).
+from django_mcp.auth import oauth2_provider_settings  # noqa: E402
+
+OAUTH2_PROVIDER = oauth2_provider_settings()
+LOGIN_URL = "/accounts/login/"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,0 +1,252 @@
+"""The resource-server side: who is calling, verified by django-oauth-toolkit.
+
+The token comes from the ``Authorization: Bearer`` header only. It is checked
+with DOT's own ``OAuthLibCore.verify_request`` (so swapped token models, DOT's
+introspection mode for a separate authorization server, and the RFC 8707
+audience validator all apply), then django_mcp adds what MCP asks for: a token
+naming no audience is refused (``REQUIRE_AUDIENCE``), the user must be active,
+and every refusal is a ``WWW-Authenticate: Bearer`` challenge pointing at the
+RFC 9728 metadata of this endpoint.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+from asgiref.sync import sync_to_async
+from django.core.signals import setting_changed
+
+from ..auth_clients import is_client_disabled
+from ..conf import mcp_settings
+
+PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+_LEGACY_SUFFIXES = ("/sse", "/messages")
+
+
+@dataclass(frozen=True)
+class AuthInfo:
+    """What a verified bearer token grants: the user, the OAuth client and the scopes."""
+
+    user: Any
+    client_id: str
+    scopes: frozenset[str]
+    token: Any = field(default=None, compare=False, repr=False)
+
+    def allows(self, scopes: list[str]) -> bool:
+        return self.scopes.issuperset(scopes)
+
+    @property
+    def user_id(self) -> Any:
+        return getattr(self.user, "pk", None) if getattr(self.user, "is_authenticated", False) else None
+
+
+class Challenge(Exception):
+    """A refusal at the HTTP level: 400/401/403 with a ``WWW-Authenticate: Bearer`` header."""
+
+    def __init__(self, status: int, description: str, header: str, error: str | None = None) -> None:
+        super().__init__(description)
+        self.status, self.description, self.header, self.error = status, description, header, error
+
+
+def endpoint_path(path: str) -> str:
+    """The MCP endpoint a request path belongs to (the legacy SSE pair lives under it)."""
+    trimmed = path.rstrip("/")
+    for suffix in _LEGACY_SUFFIXES:
+        if trimmed.endswith(suffix):
+            return trimmed[: -len(suffix)] + "/"
+    return path
+
+
+def _django_request(scope: dict[str, Any]) -> Any:
+    """A Django request for DOT, built from the ASGI scope without its query string or body.
+
+    Dropping the query string is what keeps oauthlib from ever reading an ``access_token`` there.
+    """
+    from django.core.handlers.asgi import ASGIRequest
+
+    return ASGIRequest({**scope, "query_string": b""}, io.BytesIO(b""))
+
+
+def resource_metadata_url(request: Any) -> str:
+    """This endpoint's RFC 9728 document: the path-suffixed well-known URL (what MCP clients try first)."""
+    path = endpoint_path(request.path).rstrip("/")
+    return str(request.build_absolute_uri(PRM_WELL_KNOWN + path))
+
+
+def bearer_header(request: Any, error: str | None = None, description: str | None = None, scope: str = "") -> str:
+    from oauth2_provider.www_authenticate import build_bearer_challenge
+
+    params: dict[str, str] = {}
+    if error:
+        params["error"] = error
+        if description:
+            params["error_description"] = description
+    if scope:
+        params["scope"] = scope
+    return str(build_bearer_challenge(request, params or None, resource_metadata_url=resource_metadata_url(request)))
+
+
+_core: Any = None
+
+
+def oauthlib_core() -> Any:
+    """DOT's configured ``OAuthLibCore`` (server, validator, backend classes), built once."""
+    global _core
+    if _core is None:
+        from oauth2_provider.oauth2_backends import get_oauthlib_core
+
+        _core = get_oauthlib_core()
+    return _core
+
+
+def _reset(*, setting: str, **kwargs: Any) -> None:
+    global _core
+    if setting in ("OAUTH2_PROVIDER", "DJANGO_MCP"):
+        _core = None
+
+
+setting_changed.connect(_reset)
+
+
+def _site_scopes() -> str:
+    from .scopes import available_scopes
+
+    return " ".join(sorted(available_scopes()))
+
+
+def _verify(scope: dict[str, Any], token: str | None) -> AuthInfo:
+    request = _django_request(scope)
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    if "access_token" in query:
+        raise Challenge(
+            400,
+            "Access tokens are accepted in the Authorization header only",
+            bearer_header(request, "invalid_request", "Access tokens are accepted in the Authorization header only"),
+            "invalid_request",
+        )
+    if token is None:
+        return _refuse(request, None, "Authentication required")
+    valid, oauth_request = oauthlib_core().verify_request(request, scopes=[])
+    if not valid:
+        error = getattr(oauth_request, "oauth2_error", None) or {}
+        return _refuse(request, "invalid_token", str(error.get("error_description") or "The access token is invalid."))
+    access_token = oauth_request.access_token
+    if mcp_settings.REQUIRE_AUDIENCE and not access_token.resource:
+        return _refuse(request, "invalid_token", "The access token was not issued for this resource.")
+    application = access_token.application
+    if is_client_disabled(application):
+        return _refuse(request, "invalid_token", "The client of this access token is disabled.")
+    user = access_token.user
+    if user is None and application is not None:
+        # Client credentials: the machine client acts as the account it was registered for.
+        user = application.user
+    if user is not None and not user.is_active:
+        return _refuse(request, "invalid_token", "The access token's user is inactive.")
+    if user is None:
+        from django.contrib.auth.models import AnonymousUser
+
+        user = AnonymousUser()
+    return AuthInfo(
+        user=user,
+        client_id=application.client_id if application is not None else "",
+        scopes=frozenset(access_token.scope.split()),
+        token=access_token,
+    )
+
+
+def _refuse(request: Any, error: str | None, description: str) -> AuthInfo:
+    raise Challenge(401, description, bearer_header(request, error, description, _site_scopes()), error)
+
+
+def bearer_token(headers: dict[bytes, bytes]) -> str | None:
+    from oauth2_provider.utils import parse_bearer_token
+
+    value = headers.get(b"authorization")
+    if value is None:
+        return None
+    token: str | None = parse_bearer_token(value.decode("latin-1"))
+    return token
+
+
+def verify_token(token: str, url: str) -> AuthInfo:
+    """Verify ``token`` as if it were presented at ``url`` (sync; for transports without HTTP, e.g. stdio).
+
+    The audience check compares the token's ``resource`` with ``url``, so pass the
+    public URL of the MCP endpoint. Raises ``Challenge`` when the token is refused.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": parts.scheme,
+        "path": parts.path or "/",
+        "query_string": b"",
+        "headers": [(b"host", parts.netloc.encode()), (b"authorization", f"Bearer {token}".encode())],
+        "server": (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)),
+    }
+    return _verify(scope, token)
+
+
+async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
+    """Verify the request's bearer token (in a thread: DOT queries the database) or raise ``Challenge``."""
+    return await sync_to_async(_verify, thread_sensitive=True)(scope, bearer_token(headers))
+
+
+def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:
+    """403 for a token lacking a scope a tool/resource/prompt needs: the client may step up."""
+    request = _django_request(scope)
+    description = "The access token lacks the scope this request needs"
+    header = bearer_header(request, "insufficient_scope", description, " ".join(needed))
+    return Challenge(403, description, header, "insufficient_scope")
+
+
+def _http_error(challenge: Challenge) -> Exception:
+    from ..protocol import jsonrpc
+    from ..transports.http import HTTPError
+
+    label = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}[challenge.status]
+    return HTTPError(
+        challenge.status,
+        jsonrpc.INVALID_REQUEST,
+        f"{label}: {challenge.description}",
+        {"error": challenge.error} if challenge.error else None,
+        headers=[(b"www-authenticate", challenge.header.encode("latin-1", "replace"))],
+    )
+
+
+async def authenticate_scope(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
+    """The transports' hook: verify, then record ``user`` and ``mcp_auth`` in the ASGI scope."""
+    try:
+        info = await authenticate(scope, headers)
+    except Challenge as challenge:
+        raise _http_error(challenge) from None
+    scope["user"] = info.user
+    scope["mcp_auth"] = info
+    return info
+
+
+def check_scopes(scope: dict[str, Any], server: Any, request: Any, info: AuthInfo) -> None:
+    """Before a call runs: a token lacking the scopes of the tool/resource/prompt it names gets 403."""
+    from .scopes import scopes_for
+
+    needed = scopes_for(server, request.method, request.params or {})
+    if needed and not info.allows(needed):
+        raise _http_error(insufficient_scope(scope, needed))
+
+
+__all__ = [
+    "AuthInfo",
+    "Challenge",
+    "authenticate",
+    "authenticate_scope",
+    "check_scopes",
+    "endpoint_path",
+    "insufficient_scope",
+    "resource_metadata_url",
+    "verify_token",
+]

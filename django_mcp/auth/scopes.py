@@ -1,0 +1,77 @@
+"""The site's OAuth scopes, served to django-oauth-toolkit as its scopes backend.
+
+Scopes come from two places: ``DJANGO_MCP["SCOPES"]`` (scope -> human
+description) and the ``scopes`` each tool, resource, template and prompt of the
+default site declares. DOT's consent page, its RFC 8414 metadata and the RFC 9728
+``scopes_supported`` all read this backend, so one declaration shows up everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oauth2_provider.scopes import BaseScopes
+
+from ..conf import mcp_settings
+
+
+def declared_scopes(server: Any = None) -> set[str]:
+    """Every scope a tool, resource, resource template or prompt of ``server`` (default: the site) needs."""
+    if server is None:
+        from .. import site
+
+        server = site
+    found: set[str] = set()
+    for registry in (server.tools, server.resources, server.templates, server.prompts):
+        for obj in registry.values():
+            found.update(obj.scopes)
+    return found
+
+
+def scopes_for(server: Any, method: str, params: dict[str, Any]) -> list[str]:
+    """The scopes the tool, prompt or resource a request names needs ([] when it names none)."""
+    obj: Any = None
+    if method == "tools/call":
+        obj = server.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
+    elif method == "prompts/get":
+        obj = server.prompts.get(params.get("name")) if isinstance(params.get("name"), str) else None
+    elif method in ("resources/read", "resources/subscribe"):
+        uri = params.get("uri")
+        if isinstance(uri, str):
+            obj = server.resources.get(uri)
+            if obj is None:
+                obj = next((t for t in server.templates.values() if t.template.match(uri) is not None), None)
+    return sorted(set(obj.scopes)) if obj is not None else []
+
+
+def all_scopes() -> dict[str, str]:
+    """Scope -> description: the ``SCOPES`` setting, plus declared scopes described by their name."""
+    described: dict[str, str] = dict(mcp_settings.SCOPES)
+    for scope in sorted(declared_scopes()):
+        described.setdefault(scope, scope)
+    return described
+
+
+def available_scopes() -> list[str]:
+    return list(all_scopes())
+
+
+class MCPScopes(BaseScopes):  # type: ignore[misc]  # DOT ships no type hints
+    """``OAUTH2_PROVIDER["SCOPES_BACKEND_CLASS"]`` for an MCP site.
+
+    A client asking for no scope gets all of them: the user still sees each on the consent page.
+    """
+
+    def get_all_scopes(self) -> dict[str, str]:
+        return all_scopes()
+
+    def get_available_scopes(
+        self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any
+    ) -> list[str]:
+        return available_scopes()
+
+    def get_default_scopes(self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any) -> list[str]:
+        return available_scopes()
+
+
+__all__ = ["MCPScopes", "all_scopes", "available_scopes", "declared_scopes", "scopes_for"]

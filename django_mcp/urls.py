@@ -1,0 +1,70 @@
+"""``path("", include("django_mcp.urls"))``: the OAuth side of an MCP site.
+
+Mounted at the site root, it serves (in DOT's ``oauth2_provider`` namespace, so
+DOT's own views find each other):
+
+- ``/.well-known/oauth-protected-resource`` and ``/.well-known/oauth-protected-resource/<endpoint>``
+  (RFC 9728, pointing at this site as the authorization server);
+- ``/.well-known/oauth-authorization-server`` (RFC 8414) and, when OIDC is on,
+  ``/.well-known/openid-configuration``;
+- ``/oauth/authorize/``, ``/oauth/token/``, ``/oauth/revoke_token/``, ``/oauth/introspect/``,
+  ``/oauth/register/`` (RFC 7591/7592) from django-oauth-toolkit.
+
+Include it instead of ``oauth2_provider.urls`` (one namespace, one set of endpoints).
+The MCP endpoint itself is routed by ``django_mcp.asgi``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import include, path, re_path
+from oauth2_provider import views as dot
+from oauth2_provider.settings import oauth2_settings
+
+from .auth.views import ProtectedResourceMetadataView, RegistrationView
+
+
+def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
+    patterns: list[Any] = [
+        path(
+            ".well-known/oauth-authorization-server",
+            dot.OAuthServerMetadataView.as_view(),
+            name="oauth-server-metadata",
+        ),
+        path(
+            ".well-known/oauth-protected-resource",
+            ProtectedResourceMetadataView.as_view(),
+            name="oauth-resource-metadata",
+        ),
+        path(
+            ".well-known/oauth-protected-resource/<path:resource_path>",
+            ProtectedResourceMetadataView.as_view(),
+            name="oauth-resource-metadata-path",
+        ),
+        path(f"{prefix}authorize/", dot.AuthorizationView.as_view(), name="authorize"),
+        path(f"{prefix}token/", dot.TokenView.as_view(), name="token"),
+        path(f"{prefix}revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
+        path(f"{prefix}introspect/", dot.IntrospectTokenView.as_view(), name="introspect"),
+        path(f"{prefix}register/", RegistrationView.as_view(), name="dcr-register"),
+        path(
+            f"{prefix}register/<str:client_id>/",
+            dot.DynamicClientRegistrationManagementView.as_view(),
+            name="dcr-register-management",
+        ),
+    ]
+    if oauth2_settings.OIDC_ENABLED:
+        patterns += [
+            re_path(
+                r"^\.well-known/openid-configuration/?$",
+                dot.ConnectDiscoveryInfoView.as_view(),
+                name="oidc-connect-discovery-info",
+            ),
+            path(".well-known/jwks.json", dot.JwksInfoView.as_view(), name="jwks-info"),
+            path(f"{prefix}userinfo/", dot.UserInfoView.as_view(), name="user-info"),
+            path(f"{prefix}logout/", dot.RPInitiatedLogoutView.as_view(), name="rp-initiated-logout"),
+        ]
+    return patterns
+
+
+urlpatterns = [path("", include((oauth_patterns(), "oauth2_provider")))]

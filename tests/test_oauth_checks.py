@@ -1,0 +1,70 @@
+"""The OAuth system checks (django_mcp.E030-E034, W030-W031), one test per id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from django_mcp.auth import REQUIRED, oauth2_provider_settings
+from django_mcp.auth.checks import check_oauth
+from tests.oauth import settings as oauth_settings
+
+OAUTH = {"AUTH": "oauth"}
+
+
+def ids(**overrides: Any) -> list[str]:
+    dot = overrides.pop("dot", {})
+    base: dict[str, Any] = {
+        "INSTALLED_APPS": oauth_settings.INSTALLED_APPS,
+        "ROOT_URLCONF": "tests.oauth.urls",
+        "DJANGO_MCP": OAUTH,
+        "OAUTH2_PROVIDER": oauth2_provider_settings(**dot),
+    }
+    with override_settings(**{**base, **overrides}):
+        return [e.id for e in check_oauth()]
+
+
+def test_clean_configuration() -> None:
+    assert ids() == []
+
+
+def test_no_checks_without_oauth() -> None:
+    assert ids(DJANGO_MCP={"AUTH": "none"}, OAUTH2_PROVIDER={"PKCE_REQUIRED": False}) == []
+
+
+def test_e030_oauth2_provider_not_installed() -> None:
+    apps = [a for a in oauth_settings.INSTALLED_APPS if a not in ("oauth2_provider", "tests.oauth")]
+    assert ids(INSTALLED_APPS=apps) == ["django_mcp.E030"]
+
+
+@pytest.mark.parametrize("key", sorted(REQUIRED))
+def test_e031_contradicting_dot_setting(key: str) -> None:
+    assert ids(dot={key: not REQUIRED[key]}) == ["django_mcp.E031"]
+
+
+def test_e031_callable_pkce_policy_is_accepted() -> None:
+    assert ids(dot={"PKCE_REQUIRED": lambda client_id: True}) == []
+
+
+def test_e032_private_use_redirect_schemes() -> None:
+    assert ids(dot={"ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", "myapp"]}) == ["django_mcp.E032"]
+
+
+def test_e033_malformed_scopes_setting() -> None:
+    assert ids(DJANGO_MCP={**OAUTH, "SCOPES": {"two words": "bad"}}) == ["django_mcp.E033"]
+    assert ids(DJANGO_MCP={**OAUTH, "SCOPES": ["mcp"]}) == ["django_mcp.E033"]
+
+
+def test_e034_urls_not_included() -> None:
+    assert ids(ROOT_URLCONF="tests.urls") == ["django_mcp.E034"]
+
+
+def test_w030_foreign_scopes_backend() -> None:
+    assert ids(dot={"SCOPES_BACKEND_CLASS": "oauth2_provider.scopes.SettingsScopes"}) == ["django_mcp.W030"]
+
+
+def test_w031_foreign_validator() -> None:
+    validator = "oauth2_provider.oauth2_validators.OAuth2Validator"
+    assert ids(dot={"OAUTH2_VALIDATOR_CLASS": validator}) == ["django_mcp.W031"]
