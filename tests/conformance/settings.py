@@ -10,7 +10,9 @@ from tests.settings import *  # noqa: F403
 from tests.settings import BASE_DIR, DATABASES, INSTALLED_APPS
 
 DEBUG = False
-INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in ("tests.testapp", "tests.drfapp")]
+TEST_APPS = ("tests.testapp", "tests.drfapp", "tests.promptapp", "tests.modelapp")
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in TEST_APPS]
+ROOT_URLCONF = "tests.conformance.urls"
 ASGI_APPLICATION = "tests.conformance.asgi.application"
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 
