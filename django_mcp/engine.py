@@ -49,6 +49,18 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
 }
 
 
+_anonymous_user: type[Any] | None = None
+
+
+def _anonymous() -> Any:
+    global _anonymous_user
+    if _anonymous_user is None:
+        from django.contrib.auth.models import AnonymousUser
+
+        _anonymous_user = AnonymousUser
+    return _anonymous_user()
+
+
 class Outlet(Protocol):
     async def send(self, message: dict[str, Any]) -> None: ...
 
@@ -75,13 +87,9 @@ class Exchange:
         self.revision = revision
         self.session = session
         self.session_id = session.id if session else None
-        if user is None:
-            from django.contrib.auth.models import AnonymousUser
-
-            user = AnonymousUser()
-        self.user = user
+        self.user = user if user is not None else _anonymous()
         self.outlet = outlet
-        self.cancelled = asyncio.Event()
+        self._cancelled: asyncio.Event | None = None
         meta = self.params.get("_meta") or {}
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.progress_token = self.meta.get("progressToken")
@@ -98,6 +106,13 @@ class Exchange:
         self._asked = 0
         self.answers: dict[str, Any] = {}  # stateless: every answer the client sent (state + inputResponses)
         self.used: dict[str, Any] = {}  # stateless: the answers this run consumed, carried to the next round
+
+    @property
+    def cancelled(self) -> asyncio.Event:
+        """Set when the client cancels; made on first use (most requests never look)."""
+        if self._cancelled is None:
+            self._cancelled = asyncio.Event()
+        return self._cancelled
 
     # -- Runtime protocol -----------------------------------------------------------
     def allowed(self, scopes: list[str]) -> bool:
@@ -229,7 +244,7 @@ class Engine:
                 exc = ProtocolError(jsonrpc.INVALID_PARAMS, exc.message, exc.data)
             return jsonrpc.error_message(request.id, exc)
         except (asyncio.CancelledError, RequestCancelled):
-            if ex.cancelled.is_set():
+            if ex._cancelled is not None and ex._cancelled.is_set():
                 return None
             raise
         except Exception:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_types import methods
+from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
@@ -26,11 +27,32 @@ def _errors(exc: ValidationError) -> list[dict[str, Any]]:
     return out
 
 
+#: ``(method, revision)`` -> the pydantic-core validator of that request's wire type.
+_request_validators: dict[tuple[str, str], Any] = {}
+
+
+def _request_validator(method: str, revision: str) -> Any:
+    key = (method, revision)
+    validator = _request_validators.get(key)
+    if validator is None:
+        if revision not in KNOWN_PROTOCOL_VERSIONS:
+            raise ValueError(f"Unknown protocol revision {revision!r}")
+        model = methods.CLIENT_REQUESTS.get(key)
+        if model is None:
+            raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        validator = model.__pydantic_validator__
+        _request_validators[key] = validator
+    return validator
+
+
 def validate_request(method: str, revision: str, params: dict[str, Any] | None) -> None:
+    """What ``mcp_types.methods.validate_client_request`` does, minus its per-call lookups (hot path)."""
+    validator = _request_validator(method, revision)
+    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "method": method}
+    if params is not None:
+        frame["params"] = params
     try:
-        methods.validate_client_request(method, revision, params)
-    except KeyError:
-        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}") from None
+        validator.validate_python(frame, by_name=False)
     except ValidationError as exc:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params for {method}", {"errors": _errors(exc)}) from None
 

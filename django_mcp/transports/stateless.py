@@ -110,10 +110,12 @@ def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | No
                 headers.check_params(tool.input_schema, params.get("arguments"), header)
             except ProtocolError as exc:
                 raise _fail(400, exc, rid) from None
-    try:
-        validate_request(request.method, requested, request.params)
-    except ProtocolError as exc:
-        raise _fail(STATUS.get(exc.code, 400), exc, rid) from None
+    if request.method == "subscriptions/listen":
+        # Other requests are validated once, by the engine, with the same error and status.
+        try:
+            validate_request(request.method, requested, request.params)
+        except ProtocolError as exc:
+            raise _fail(STATUS.get(exc.code, 400), exc, rid) from None
     return requested
 
 
