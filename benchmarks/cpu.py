@@ -73,7 +73,6 @@ CASES = (
     Case("stateless call", P.STATELESS_CALL.replace(P.ID, "1").encode(), P.stateless_headers("tools/call", "echo")),
     Case("stateless list", P.STATELESS_LIST.replace(P.ID, "1").encode(), P.stateless_headers("tools/list")),
 )
-FLOOR_BODY = {"call": P.CALL.replace(P.ID, "1").encode(), "list": P.LIST.replace(P.ID, "1").encode()}
 
 
 # -- driving an ASGI app directly ---------------------------------------------------------------------------
@@ -260,29 +259,24 @@ async def main(args: argparse.Namespace) -> int:
     only = [o.strip() for o in (args.only or "").split(",") if o.strip()]
     sid = await open_session(ours_app)
     rows: list[tuple[str, str, int, float, float]] = []
-    floor_cache: dict[tuple[str, str, int], float] = {}
     for case in CASES:
         if only and case.name not in only:
             continue
         ours_headers = _headers(case.headers, sid if case.session else None)
         status, body, _ = await asgi_request(ours_app, ours_headers, case.body)
         check(f"ours {case.name}", status, body)
-        kind = case.name.split()[-1]
-        floor_headers = _headers(P.ACCEPT)
         for level in levels:
             for c in conns:
                 ours = Levels(ours_app, ours_headers, case.body)
                 ours_us = await measure(getattr(ours, level), args.requests, c, args.repeat)
                 ours.close()
-                key = (kind, level, c)
-                if key not in floor_cache:
-                    floor = Levels(floor_app, floor_headers, FLOOR_BODY[kind])
-                    floor_cache[key] = await measure(getattr(floor, level), args.requests, c, args.repeat)
-                    floor.close()
-                rows.append((case.name, level, c, ours_us, floor_cache[key]))
+                floor = Levels(floor_app, ours_headers, case.body)
+                floor_us = await measure(getattr(floor, level), args.requests, c, args.repeat)
+                floor.close()
+                rows.append((case.name, level, c, ours_us, floor_us))
                 print(
-                    f"{case.name:15} {level:8} c{c:<3} ours {ours_us:7.1f} µs  floor {floor_cache[key]:6.1f} µs  "
-                    f"ours÷floor {ours_us / floor_cache[key]:.2f}  floor÷ours {floor_cache[key] / ours_us:.2f}",
+                    f"{case.name:15} {level:8} c{c:<3} ours {ours_us:7.1f} µs  floor {floor_us:6.1f} µs  "
+                    f"ours÷floor {ours_us / floor_us:.2f}  floor÷ours {floor_us / ours_us:.2f}",
                     file=sys.stderr,
                     flush=True,
                 )

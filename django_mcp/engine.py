@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import logging
 import secrets
+from collections.abc import Hashable
 from typing import Any, Protocol
 
 import mcp_types
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from .conf import mcp_settings
 from .context import LOG_LEVELS
 from .exceptions import MCPError, RequestCancelled
+from .later import Later
 from .mrtr import load_state, sign_state
 from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
@@ -209,6 +211,8 @@ class Engine:
         self._listening: dict[str, int] = {}
         self.running: dict[asyncio.Task[Any], Exchange] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._late = Later(0.05)
+        self._tracked: set[Hashable] = set()
 
     # -- requests -------------------------------------------------------------------
     async def handle_request(
@@ -386,20 +390,24 @@ class Engine:
             ex.cancelled.set()
         task.cancel()
 
-    def track(self, task: asyncio.Task[Any], session_id: str | None) -> None:
-        """Make a long-running request cancellable from another worker (joins lazily)."""
+    def track(self, key: Hashable, session_id: str | None) -> None:
+        """Make a request cancellable from another worker once it outlives 50 ms; ``untrack`` when it ends."""
         if session_id is None:
             return
-        loop = asyncio.get_running_loop()
 
         def join() -> None:
-            if task.done():
-                return
-            self._spawn(loop, self._listen(session_id))
-            task.add_done_callback(lambda _t: self._spawn(loop, self._unlisten(session_id)))
+            self._tracked.add(key)
+            self._spawn(asyncio.get_running_loop(), self._listen(session_id))
 
-        handle = loop.call_later(0.05, join)
-        task.add_done_callback(lambda _t: handle.cancel())
+        self._late.add(key, join)
+
+    def untrack(self, key: Hashable, session_id: str | None) -> None:
+        if session_id is None:
+            return
+        self._late.discard(key)
+        if key in self._tracked:
+            self._tracked.discard(key)
+            self._spawn(asyncio.get_running_loop(), self._unlisten(session_id))
 
 
 engine = Engine()

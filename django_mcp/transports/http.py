@@ -24,6 +24,7 @@ from channels.generic.http import AsyncHttpConsumer
 from ..conf import mcp_settings
 from ..engine import engine, negotiate_initialize
 from ..events import event_id, events, new_stream_id, parse_event_id
+from ..later import Later
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.versions import (
@@ -44,6 +45,15 @@ SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 JSON_CT = b"application/json"
 SSE_CT = b"text/event-stream"
+#: Requests still running after 10 ms start watching for the client going away.
+_slow = Later(0.01)
+
+
+def _uncancel(task: asyncio.Task[Any]) -> None:
+    """Python 3.11+: forget a cancellation the request handled, so later timeouts in this task behave."""
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is not None and cancelling():
+        task.uncancel()  # type: ignore[attr-defined]  # 3.11+, like cancelling()
 
 
 class HTTPError(Exception):
@@ -69,7 +79,14 @@ class ResponseStream:
         self.seq = 0
         self.started = False
         self.detached = False
-        self._lock = asyncio.Lock()
+        self._lock_: asyncio.Lock | None = None
+
+    @property
+    def _lock(self) -> asyncio.Lock:
+        """Made on first use: a plain JSON reply never takes it."""
+        if self._lock_ is None:
+            self._lock_ = asyncio.Lock()
+        return self._lock_
 
     async def start(self) -> None:
         self.started = True
@@ -116,6 +133,19 @@ class ResponseStream:
                 )
 
 
+_site: MCPServer | None = None
+
+
+def _default_site() -> MCPServer:
+    """``django_mcp.site``, looked up once (the package attribute is lazy, and asked on every request)."""
+    global _site
+    if _site is None:
+        from .. import site
+
+        _site = site
+    return _site
+
+
 class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
     """The MCP endpoint. ``MCPConsumer.as_asgi(server=my_server)`` mounts another server."""
 
@@ -130,9 +160,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
 
     def get_server(self) -> MCPServer:
         if self.server is None:
-            from .. import site
-
-            return site
+            return _default_site()
         return self.server
 
     # -- ASGI entry -------------------------------------------------------------------
@@ -140,10 +168,13 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         self.scope = scope
         self.base_send = send
         self._receive = receive
-        headers: dict[bytes, bytes] = {}
-        for k, v in scope.get("headers", ()):
-            k = k.lower()
-            headers[k] = headers[k] + b", " + v if k in headers and k in (b"accept",) else v
+        raw = scope.get("headers", ())
+        headers = {k.lower(): v for k, v in raw}
+        if len(headers) != len(raw):  # a repeated header: several Accept lines count together
+            headers = {}
+            for k, v in raw:
+                k = k.lower()
+                headers[k] = headers[k] + b", " + v if k in headers and k in (b"accept",) else v
         self._headers = headers
         try:
             await self.dispatch_http(scope["method"])
@@ -391,34 +422,46 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         revision: str | None = None,
         cancel_on_close: bool = False,
     ) -> None:
-        """Run one request; answer JSON, or SSE if the handler emitted something first."""
+        """Run one request; answer JSON, or SSE if the handler emitted something first.
+
+        The handler runs in this consumer's own task (no task per request); cancelling
+        the request cancels this task while the handler runs, and the engine turns that
+        into a None response.
+        """
         stream = ResponseStream(self, session.id if session else None)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
-        task = asyncio.ensure_future(
-            engine.handle_request(self.get_server(), request, rev, session, self.scope.get("user"), stream)
-        )
-        engine.track(task, session.id if session else None)
+        sid = session.id if session else None
+        task = asyncio.current_task()
+        assert task is not None
+        handling = True
 
         def closed() -> None:
-            if cancel_on_close and not task.done():
+            if cancel_on_close and handling:
                 engine.cancel_task(task)
 
         # Most requests finish within a few milliseconds: watch for the client going away only
-        # once a request has outlived that, saving a task on the hot path.
+        # once a request has outlived that, saving a task (and a timer) on the hot path.
         watchers: list[asyncio.Task[None]] = []
-        loop = asyncio.get_running_loop()
 
         def watch() -> None:
-            if not task.done():
-                watchers.append(loop.create_task(self._watch_disconnect(closed)))
+            if handling:
+                watchers.append(asyncio.get_running_loop().create_task(self._watch_disconnect(closed)))
 
-        handle = loop.call_later(0.01, watch)
+        _slow.add(self, watch)
+        engine.track(self, sid)
         try:
             try:
-                response = await task
+                response = await engine.handle_request(
+                    self.get_server(), request, rev, session, self.scope.get("user"), stream
+                )
             except asyncio.CancelledError:
                 response = None
+            finally:
+                handling = False
+                _slow.discard(self)
+                engine.untrack(self, sid)
             if response is None:
+                _uncancel(task)
                 if stream.started:
                     await self.safe_body(b"")
                 elif self.connected:
@@ -431,7 +474,6 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 status = 200 if session else stateless.status_for(response)
                 await self.json_response(status, response, extra)
         finally:
-            handle.cancel()
             for watcher in watchers:
                 watcher.cancel()
 

@@ -120,18 +120,24 @@ def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | No
 
 
 async def handle_post(consumer: MCPConsumer, payload: Any, version: str | None) -> None:
-    from .http import HTTPError
-
     if not isinstance(payload, dict):
-        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: the body must be a single JSON-RPC message")
+        raise _fail(
+            400,
+            ProtocolError(jsonrpc.INVALID_REQUEST, "Invalid request: the body must be a single JSON-RPC message"),
+            None,
+        )
     try:
         message = jsonrpc.classify(payload)
     except ProtocolError as exc:
-        raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
+        raise _fail(400, exc, jsonrpc.id_of(payload)) from None
     if isinstance(message, jsonrpc.Response):
-        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: 2026-07-28 clients send no responses")
+        raise _fail(
+            400, ProtocolError(jsonrpc.INVALID_REQUEST, "Invalid request: 2026-07-28 clients send no responses"), None
+        )
     if isinstance(message, jsonrpc.Notification):
         if version is not None and version.strip() not in STATELESS_REVISIONS:
+            from .http import HTTPError
+
             raise HTTPError(
                 400,
                 jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
