@@ -14,6 +14,7 @@ from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from .versions import HANDSHAKE_REVISIONS
 
 #: Methods any revision defines, for telling "removed in this revision" from "unknown".
 KNOWN_REQUEST_METHODS = frozenset(m for m, _ in methods.CLIENT_REQUESTS)
@@ -45,8 +46,40 @@ def _request_validator(method: str, revision: str) -> Any:
     return validator
 
 
+_HANDSHAKE = frozenset(HANDSHAKE_REVISIONS)
+_PAGED = frozenset({"tools/list", "resources/list", "prompts/list", "resources/templates/list"})
+_CALL_KEYS = frozenset({"name", "arguments"})
+_PAGE_KEYS = frozenset({"cursor"})
+
+
+def _plainly_valid(method: str, revision: str, params: dict[str, Any] | None) -> bool:
+    """The everyday handshake-era shapes, valid in every such revision, recognised without building models.
+
+    ``tools/call`` with just ``name`` (a string) and ``arguments`` (an object), a list with at most a
+    string ``cursor``, a bare ``ping``. Anything else (``_meta``, ``task``, odd types) takes the full
+    validator, so the verdict is always the wire type's.
+    """
+    if revision not in _HANDSHAKE:
+        return False
+    if method == "tools/call":
+        if params is None or not params.keys() <= _CALL_KEYS or type(params.get("name")) is not str:
+            return False
+        arguments = params.get("arguments")
+        return arguments is None or type(arguments) is dict
+    if method in _PAGED or method == "ping":
+        if not params:
+            return True
+        if method == "ping" or not params.keys() <= _PAGE_KEYS:
+            return False
+        cursor = params.get("cursor")
+        return cursor is None or type(cursor) is str
+    return False
+
+
 def validate_request(method: str, revision: str, params: dict[str, Any] | None) -> None:
     """What ``mcp_types.methods.validate_client_request`` does, minus its per-call lookups (hot path)."""
+    if _plainly_valid(method, revision, params):
+        return
     validator = _request_validator(method, revision)
     frame: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "method": method}
     if params is not None:

@@ -203,9 +203,15 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             self.connected = False
 
     async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        headers = [(b"content-type", JSON_CT), *(extra or [])]
-        await self.send_headers(status=status, headers=headers)
-        await self.safe_body(jsonrpc.dumps(payload))
+        headers = [(b"content-type", JSON_CT), *extra] if extra else [(b"content-type", JSON_CT)]
+        body = jsonrpc.dumps(payload)
+        # What send_headers/send_body do, minus a layer of coroutines each.
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        if self.connected:
+            try:
+                await self.send({"type": "http.response.body", "body": body})
+            except Exception:  # noqa: BLE001 - the connection went away under us, as in safe_body
+                self.connected = False
 
     async def error_response(self, exc: HTTPError) -> None:
         await self.json_response(exc.status, jsonrpc.error_message(exc.request_id, exc.error))
