@@ -8,15 +8,18 @@ only), for the same cases, at two levels:
 * ``asgi``: the ASGI application alone. Prebuilt ``http.request`` events are fed to
   ``tests.asgi:application`` (ours) and ``benchmarks.floor:application`` (the floor) and
   the response is collected; nothing else runs. This is the part our code can change.
+  Both get the very same request, headers and body (the floor ignores what it does not
+  need), so the difference is our processing alone.
 * ``uvicorn``: the same, through uvicorn's own HTTP/1.1 protocol (h11) on an in-memory
   transport, keep-alive connections like ``wrk``'s. It adds the server's parsing and
   ASGI plumbing, identical for both, so ``floor ÷ ours`` here estimates the req/s ratio
   of a saturated server (the target is ``>= 0.75``).
 
-Each figure is the best of ``--repeat`` runs of ``--requests`` requests (after a
-warm-up), spread over ``--connections`` concurrent connections. The best run is the one
-least disturbed by other processes (cache pollution, frequency changes), so figures are
-stable to a few percent on a busy machine.
+Each figure is the best of ``--repeat`` rounds of ``--requests`` requests (after a
+warm-up), spread over ``--connections`` concurrent connections; ours and the floor take
+turns within each round. The best round is the one least disturbed by other processes
+(cache pollution, frequency changes), so the ratios hold to a few percent on a busy
+machine, while absolute microseconds still grow with the load.
 
 Usage: ``python benchmarks/cpu.py [--requests 2000] [--repeat 5] [--connections 1,16] [--level asgi,uvicorn]
 [--only "json call"] [--profile FILE]``
@@ -188,23 +191,28 @@ def raw_request(headers: Headers, body: bytes) -> bytes:
 Driver = Callable[[], Coroutine[Any, Any, None]]
 
 
-async def measure(make_driver: Callable[[], Driver], requests: int, connections: int, repeat: int) -> float:
-    """Best CPU microseconds per request over ``repeat`` runs, each ``requests`` spread over ``connections``."""
-    drivers = [make_driver() for _ in range(connections)]
+async def measure(makers: list[Callable[[], Driver]], requests: int, connections: int, repeat: int) -> list[float]:
+    """Best CPU microseconds per request of each app, over ``repeat`` rounds of ``requests`` requests each.
+
+    The apps take turns within every round, so a burst of load on the machine hits both alike.
+    """
+    apps = [[make() for _ in range(connections)] for make in makers]
     per = max(1, requests // connections)
 
     async def loop(driver: Driver, n: int) -> None:
         for _ in range(n):
             await driver()
 
-    await asyncio.gather(*(loop(d, max(20, per // 5)) for d in drivers))  # warm-up
-    best = float("inf")
+    for drivers in apps:  # warm-up
+        await asyncio.gather(*(loop(d, max(20, per // 5)) for d in drivers))
+    best = [float("inf")] * len(apps)
     for _ in range(repeat):
-        gc.collect()
-        start = time.process_time()
-        await asyncio.gather(*(loop(d, per) for d in drivers))
-        best = min(best, (time.process_time() - start) / (per * connections))
-    return best * 1e6
+        for i, drivers in enumerate(apps):
+            gc.collect()
+            start = time.process_time()
+            await asyncio.gather(*(loop(d, per) for d in drivers))
+            best[i] = min(best[i], (time.process_time() - start) / (per * connections))
+    return [b * 1e6 for b in best]
 
 
 def check(name: str, status: int, body: bytes) -> None:
@@ -268,10 +276,11 @@ async def main(args: argparse.Namespace) -> int:
         for level in levels:
             for c in conns:
                 ours = Levels(ours_app, ours_headers, case.body)
-                ours_us = await measure(getattr(ours, level), args.requests, c, args.repeat)
-                ours.close()
                 floor = Levels(floor_app, ours_headers, case.body)
-                floor_us = await measure(getattr(floor, level), args.requests, c, args.repeat)
+                ours_us, floor_us = await measure(
+                    [getattr(ours, level), getattr(floor, level)], args.requests, c, args.repeat
+                )
+                ours.close()
                 floor.close()
                 rows.append((case.name, level, c, ours_us, floor_us))
                 print(

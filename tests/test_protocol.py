@@ -168,7 +168,23 @@ def test_fast_validation_agrees_with_the_wire_types(revision: str) -> None:
         ("ping", None),
         ("ping", {}),
     ]
-    for method, params in shapes:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    bad_meta = {**meta, "io.modelcontextprotocol/clientInfo": {"name": "c"}}
+    for m in (meta, bad_meta):
+        shapes += [
+            ("tools/call", {"name": "echo", "arguments": {"text": "hi"}, "_meta": m}),
+            ("tools/call", {"name": 3, "_meta": m}),
+            ("tools/call", {"name": "echo", "requestState": 5, "_meta": m}),
+            ("tools/list", {"_meta": m}),
+            ("tools/list", {"cursor": 7, "_meta": m}),
+            ("prompts/list", {"cursor": "x", "_meta": m}),
+        ]
+    # Twice: the second round answers valid stateless ``_meta`` from the cache.
+    for method, params in shapes + shapes:
         try:
             methods.validate_client_request(method, revision, params)
             expected = None

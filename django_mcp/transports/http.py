@@ -252,7 +252,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             return False
         if b"*/*" in accept:
             return True
-        return all(t in accept for t in types)
+        for t in types:
+            if t not in accept:
+                return False
+        return True
 
     async def read_body(self) -> bytes:
         limit = mcp_settings.MAX_BODY_SIZE
@@ -270,9 +273,9 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             size += len(chunk)
             if size > limit:
                 raise HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {limit} bytes")
-            chunks.append(chunk)
             if not message.get("more_body"):
-                return b"".join(chunks)
+                return chunk if not chunks else b"".join((*chunks, chunk))
+            chunks.append(chunk)
 
     async def _watch_disconnect(self, on_disconnect: Any = None) -> None:
         while True:

@@ -75,8 +75,8 @@ def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | No
             ),
             rid,
         )
-    missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in meta]
-    if missing:
+    if PROTOCOL_VERSION_META_KEY not in meta or CLIENT_CAPABILITIES_META_KEY not in meta:
+        missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in meta]
         raise _fail(400, ProtocolError(jsonrpc.INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}"), rid)
     requested = meta[PROTOCOL_VERSION_META_KEY]
     if version is None:
