@@ -83,19 +83,19 @@ class MCPSettings:
         return self._user
 
     def __getattr__(self, name: str) -> Any:
+        """Only reached on a first access: the value is then stored as a plain attribute (hot-path reads)."""
         if name not in DEFAULTS:
             raise AttributeError(f"Invalid DJANGO_MCP setting: {name!r}")
-        try:
-            return self._cached[name]
-        except KeyError:
-            pass
         value = self.user_settings.get(name, DEFAULTS[name])
         if name in IMPORT_STRINGS and isinstance(value, str):
             value = import_string(value)
         self._cached[name] = value
+        setattr(self, name, value)
         return value
 
     def reload(self) -> None:
+        for name in self._cached:
+            self.__dict__.pop(name, None)
         self._cached.clear()
         self._user = None
 

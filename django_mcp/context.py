@@ -36,8 +36,10 @@ class Runtime(Protocol):
     session_id: str | None
     client_info: dict[str, Any]
     client_capabilities: dict[str, Any]
-    cancelled: asyncio.Event
     user: Any
+
+    @property
+    def cancelled(self) -> asyncio.Event: ...
 
     def log_enabled(self, level: str) -> bool: ...
 

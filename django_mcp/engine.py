@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import logging
 import secrets
+from collections.abc import Hashable
 from typing import Any, Protocol
 
 import mcp_types
@@ -27,6 +28,7 @@ from .conf import mcp_settings
 from .context import LOG_LEVELS
 from .exceptions import MCPError, RequestCancelled
 from .i18n import language
+from .later import Later
 from .mrtr import load_state, sign_state
 from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
@@ -48,6 +50,18 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
     "sampling/createMessage": mcp_types.CreateMessageResult,
     "roots/list": mcp_types.ListRootsResult,
 }
+
+
+_anonymous_user: type[Any] | None = None
+
+
+def _anonymous() -> Any:
+    global _anonymous_user
+    if _anonymous_user is None:
+        from django.contrib.auth.models import AnonymousUser
+
+        _anonymous_user = AnonymousUser
+    return _anonymous_user()
 
 
 class Outlet(Protocol):
@@ -80,14 +94,10 @@ class Exchange:
         self.revision = revision
         self.session = session
         self.session_id = session.id if session else None
-        if user is None:
-            from django.contrib.auth.models import AnonymousUser
-
-            user = AnonymousUser()
-        self.user = user
+        self.user = user if user is not None else _anonymous()
         self.auth = auth  # django_mcp.auth.bearer.AuthInfo when an OAuth token authenticated the request
         self.outlet = outlet
-        self.cancelled = asyncio.Event()
+        self._cancelled: asyncio.Event | None = None
         meta = self.params.get("_meta") or {}
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.progress_token = self.meta.get("progressToken")
@@ -104,6 +114,13 @@ class Exchange:
         self._asked = 0
         self.answers: dict[str, Any] = {}  # stateless: every answer the client sent (state + inputResponses)
         self.used: dict[str, Any] = {}  # stateless: the answers this run consumed, carried to the next round
+
+    @property
+    def cancelled(self) -> asyncio.Event:
+        """Set when the client cancels; made on first use (most requests never look)."""
+        if self._cancelled is None:
+            self._cancelled = asyncio.Event()
+        return self._cancelled
 
     # -- Runtime protocol -----------------------------------------------------------
     def allowed(self, scopes: list[str]) -> bool:
@@ -200,6 +217,8 @@ class Engine:
         self._listening: dict[str, int] = {}
         self.running: dict[asyncio.Task[Any], Exchange] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._late = Later(0.05)
+        self._tracked: set[Hashable] = set()
 
     # -- requests -------------------------------------------------------------------
     async def handle_request(
@@ -225,7 +244,10 @@ class Engine:
             validate_request(request.method, revision, request.params)
             if ex.stateless and request.method in _INPUT_METHODS:
                 self._load_answers(ex)
-            with language(locale):
+            if locale:
+                with language(locale):
+                    result = await server.handle(request.method, ex.params, ex)
+            else:  # the common case, without a context manager
                 result = await server.handle(request.method, ex.params, ex)
             result = self.finalize(request.method, revision, result)
             if ex.stateless:
@@ -239,7 +261,7 @@ class Engine:
                 exc = ProtocolError(jsonrpc.INVALID_PARAMS, exc.message, exc.data)
             return jsonrpc.error_message(request.id, exc)
         except (asyncio.CancelledError, RequestCancelled):
-            if ex.cancelled.is_set():
+            if ex._cancelled is not None and ex._cancelled.is_set():
                 return None
             raise
         except Exception:
@@ -381,20 +403,24 @@ class Engine:
             ex.cancelled.set()
         task.cancel()
 
-    def track(self, task: asyncio.Task[Any], session_id: str | None) -> None:
-        """Make a long-running request cancellable from another worker (joins lazily)."""
+    def track(self, key: Hashable, session_id: str | None) -> None:
+        """Make a request cancellable from another worker once it outlives 50 ms; ``untrack`` when it ends."""
         if session_id is None:
             return
-        loop = asyncio.get_running_loop()
 
         def join() -> None:
-            if task.done():
-                return
-            self._spawn(loop, self._listen(session_id))
-            task.add_done_callback(lambda _t: self._spawn(loop, self._unlisten(session_id)))
+            self._tracked.add(key)
+            self._spawn(asyncio.get_running_loop(), self._listen(session_id))
 
-        handle = loop.call_later(0.05, join)
-        task.add_done_callback(lambda _t: handle.cancel())
+        self._late.add(key, join)
+
+    def untrack(self, key: Hashable, session_id: str | None) -> None:
+        if session_id is None:
+            return
+        self._late.discard(key)
+        if key in self._tracked:
+            self._tracked.discard(key)
+            self._spawn(asyncio.get_running_loop(), self._unlisten(session_id))
 
 
 engine = Engine()

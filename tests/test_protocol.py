@@ -142,3 +142,59 @@ def test_cursor_roundtrip_and_tampering() -> None:
     for bad in ("!!", cursor.encode(100, "prompts"), cursor.encode(-1, "tools")):
         with pytest.raises(ProtocolError):
             cursor.decode(bad, "tools")
+
+
+@pytest.mark.parametrize("revision", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"])
+def test_fast_validation_agrees_with_the_wire_types(revision: str) -> None:
+    """The shortcut for everyday shapes never accepts what mcp-types would refuse, nor the reverse."""
+    from mcp_types import methods
+    from pydantic import ValidationError
+
+    shapes: list[tuple[str, dict[str, object] | None]] = [
+        ("tools/call", {"name": "echo", "arguments": {"text": "hi"}}),
+        ("tools/call", {"name": "echo"}),
+        ("tools/call", {"name": "echo", "arguments": None}),
+        ("tools/call", {"name": 3, "arguments": {}}),
+        ("tools/call", {"name": "echo", "arguments": ["x"]}),
+        ("tools/call", {"arguments": {}}),
+        ("tools/call", None),
+        ("tools/call", {"name": "echo", "_meta": {"progressToken": 1.5}}),
+        ("tools/list", None),
+        ("tools/list", {}),
+        ("tools/list", {"cursor": "abc"}),
+        ("tools/list", {"cursor": 7}),
+        ("prompts/list", {"cursor": None}),
+        ("resources/templates/list", {"cursor": ["x"]}),
+        ("ping", None),
+        ("ping", {}),
+    ]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    bad_meta = {**meta, "io.modelcontextprotocol/clientInfo": {"name": "c"}}
+    for m in (meta, bad_meta):
+        shapes += [
+            ("tools/call", {"name": "echo", "arguments": {"text": "hi"}, "_meta": m}),
+            ("tools/call", {"name": 3, "_meta": m}),
+            ("tools/call", {"name": "echo", "requestState": 5, "_meta": m}),
+            ("tools/list", {"_meta": m}),
+            ("tools/list", {"cursor": 7, "_meta": m}),
+            ("prompts/list", {"cursor": "x", "_meta": m}),
+        ]
+    # Twice: the second round answers valid stateless ``_meta`` from the cache.
+    for method, params in shapes + shapes:
+        try:
+            methods.validate_client_request(method, revision, params)
+            expected = None
+        except ValidationError:
+            expected = jsonrpc.INVALID_PARAMS
+        except KeyError:
+            expected = jsonrpc.METHOD_NOT_FOUND
+        try:
+            validate_request(method, revision, params)
+            got = None
+        except ProtocolError as exc:
+            got = exc.code
+        assert got == expected, (method, params)

@@ -27,8 +27,11 @@ def mismatch(message: str) -> ProtocolError:
 def decode_value(raw: str) -> str:
     """The value a header carries, after OWS trimming and sentinel Base64 decoding."""
     value = raw.strip(" \t")
-    if any((ord(c) < 0x20 and c != "\t") or ord(c) > 0x7E for c in value):
+    plain = value.isascii() and value.isprintable()  # the common case, without a loop over characters
+    if not plain and any((ord(c) < 0x20 and c != "\t") or ord(c) > 0x7E for c in value):
         raise mismatch("header value contains invalid characters")
+    if not value.startswith("=?"):
+        return value
     m = _SENTINEL.match(value)
     if m is None:
         return value
@@ -63,6 +66,22 @@ def check_standard(method: str, params: dict[str, Any], header: Callable[[str], 
         raise mismatch(f"Mcp-Name header value {value!r} does not match body value {params[key]!r}")
 
 
+#: ``header_params`` per input schema, by identity (a tool's schema is built once and kept).
+_params_of: dict[int, tuple[dict[str, Any], list[tuple[tuple[str, ...], str, str]]]] = {}
+
+
+def schema_header_params(schema: dict[str, Any]) -> list[tuple[tuple[str, ...], str, str]]:
+    """``header_params(schema)``, remembered for the schema object (checked on every ``tools/call``)."""
+    hit = _params_of.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    found = header_params(schema)
+    if len(_params_of) >= 4096:
+        _params_of.clear()
+    _params_of[id(schema)] = (schema, found)
+    return found
+
+
 def header_params(schema: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str, str]]:
     """(path, header name, type) of every property marked ``x-mcp-header`` through plain ``properties``."""
     found: list[tuple[tuple[str, ...], str, str]] = []
@@ -89,7 +108,7 @@ def _as_header_text(value: Any) -> str:
 
 def check_params(schema: dict[str, Any], arguments: dict[str, Any] | None, header: Callable[[str], str | None]) -> None:
     """Each ``Mcp-Param-{Name}`` must mirror its argument: present when the value is, equal after decoding."""
-    for path, name, typ in header_params(schema):
+    for path, name, typ in schema_header_params(schema):
         value: Any = arguments or {}
         for part in path:
             value = value.get(part) if isinstance(value, dict) else None

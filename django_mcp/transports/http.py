@@ -24,6 +24,7 @@ from channels.generic.http import AsyncHttpConsumer
 from ..conf import mcp_settings
 from ..engine import engine, negotiate_initialize
 from ..events import event_id, events, new_stream_id, parse_event_id
+from ..later import Later
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.versions import (
@@ -44,6 +45,15 @@ SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 JSON_CT = b"application/json"
 SSE_CT = b"text/event-stream"
+#: Requests still running after 10 ms start watching for the client going away.
+_slow = Later(0.01)
+
+
+def _uncancel(task: asyncio.Task[Any]) -> None:
+    """Python 3.11+: forget a cancellation the request handled, so later timeouts in this task behave."""
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is not None and cancelling():
+        task.uncancel()  # type: ignore[attr-defined]  # 3.11+, like cancelling()
 
 
 class HTTPError(Exception):
@@ -78,7 +88,14 @@ class ResponseStream:
         self.seq = 0
         self.started = False
         self.detached = False
-        self._lock = asyncio.Lock()
+        self._lock_: asyncio.Lock | None = None
+
+    @property
+    def _lock(self) -> asyncio.Lock:
+        """Made on first use: a plain JSON reply never takes it."""
+        if self._lock_ is None:
+            self._lock_ = asyncio.Lock()
+        return self._lock_
 
     async def start(self) -> None:
         self.started = True
@@ -125,6 +142,19 @@ class ResponseStream:
                 )
 
 
+_site: MCPServer | None = None
+
+
+def _default_site() -> MCPServer:
+    """``django_mcp.site``, looked up once (the package attribute is lazy, and asked on every request)."""
+    global _site
+    if _site is None:
+        from .. import site
+
+        _site = site
+    return _site
+
+
 class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
     """The MCP endpoint. ``MCPConsumer.as_asgi(server=my_server)`` mounts another server."""
 
@@ -139,9 +169,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
 
     def get_server(self) -> MCPServer:
         if self.server is None:
-            from .. import site
-
-            return site
+            return _default_site()
         return self.server
 
     # -- ASGI entry -------------------------------------------------------------------
@@ -149,10 +177,13 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         self.scope = scope
         self.base_send = send
         self._receive = receive
-        headers: dict[bytes, bytes] = {}
-        for k, v in scope.get("headers", ()):
-            k = k.lower()
-            headers[k] = headers[k] + b", " + v if k in headers and k in (b"accept",) else v
+        raw = scope.get("headers", ())
+        headers = {k.lower(): v for k, v in raw}
+        if len(headers) != len(raw):  # a repeated header: several Accept lines count together
+            headers = {}
+            for k, v in raw:
+                k = k.lower()
+                headers[k] = headers[k] + b", " + v if k in headers and k in (b"accept",) else v
         self._headers = headers
         try:
             await self.dispatch_http(scope["method"])
@@ -181,9 +212,15 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             self.connected = False
 
     async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        headers = [(b"content-type", JSON_CT), *(extra or [])]
-        await self.send_headers(status=status, headers=headers)
-        await self.safe_body(jsonrpc.dumps(payload))
+        headers = [(b"content-type", JSON_CT), *extra] if extra else [(b"content-type", JSON_CT)]
+        body = jsonrpc.dumps(payload)
+        # What send_headers/send_body do, minus a layer of coroutines each.
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        if self.connected:
+            try:
+                await self.send({"type": "http.response.body", "body": body})
+            except Exception:  # noqa: BLE001 - the connection went away under us, as in safe_body
+                self.connected = False
 
     async def error_response(self, exc: HTTPError) -> None:
         await self.json_response(exc.status, jsonrpc.error_message(exc.request_id, exc.error), exc.headers)
@@ -240,7 +277,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             return False
         if b"*/*" in accept:
             return True
-        return all(t in accept for t in types)
+        for t in types:
+            if t not in accept:
+                return False
+        return True
 
     async def read_body(self) -> bytes:
         limit = mcp_settings.MAX_BODY_SIZE
@@ -258,9 +298,9 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             size += len(chunk)
             if size > limit:
                 raise HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {limit} bytes")
-            chunks.append(chunk)
             if not message.get("more_body"):
-                return b"".join(chunks)
+                return chunk if not chunks else b"".join((*chunks, chunk))
+            chunks.append(chunk)
 
     async def _watch_disconnect(self, on_disconnect: Any = None) -> None:
         while True:
@@ -430,7 +470,12 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         revision: str | None = None,
         cancel_on_close: bool = False,
     ) -> None:
-        """Run one request; answer JSON, or SSE if the handler emitted something first."""
+        """Run one request; answer JSON, or SSE if the handler emitted something first.
+
+        The handler runs in this consumer's own task (no task per request); cancelling
+        the request cancels this task while the handler runs, and the engine turns that
+        into a None response.
+        """
         auth = self.scope.get("mcp_auth")
         if auth is not None:
             from ..auth.bearer import check_scopes
@@ -438,40 +483,45 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             check_scopes(self.scope, self.get_server(), request, auth)
         stream = ResponseStream(self, session.id if session else None)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
-        task = asyncio.ensure_future(
-            engine.handle_request(
-                self.get_server(),
-                request,
-                rev,
-                session,
-                self.scope.get("user"),
-                stream,
-                locale=self.header(b"accept-language"),
-                auth=auth,
-            )
-        )
-        engine.track(task, session.id if session else None)
+        sid = session.id if session else None
+        task = asyncio.current_task()
+        assert task is not None
+        handling = True
 
         def closed() -> None:
-            if cancel_on_close and not task.done():
+            if cancel_on_close and handling:
                 engine.cancel_task(task)
 
         # Most requests finish within a few milliseconds: watch for the client going away only
-        # once a request has outlived that, saving a task on the hot path.
+        # once a request has outlived that, saving a task (and a timer) on the hot path.
         watchers: list[asyncio.Task[None]] = []
-        loop = asyncio.get_running_loop()
 
         def watch() -> None:
-            if not task.done():
-                watchers.append(loop.create_task(self._watch_disconnect(closed)))
+            if handling:
+                watchers.append(asyncio.get_running_loop().create_task(self._watch_disconnect(closed)))
 
-        handle = loop.call_later(0.01, watch)
+        _slow.add(self, watch)
+        engine.track(self, sid)
         try:
             try:
-                response = await task
+                response = await engine.handle_request(
+                    self.get_server(),
+                    request,
+                    rev,
+                    session,
+                    self.scope.get("user"),
+                    stream,
+                    locale=self.header(b"accept-language"),
+                    auth=auth,
+                )
             except asyncio.CancelledError:
                 response = None
+            finally:
+                handling = False
+                _slow.discard(self)
+                engine.untrack(self, sid)
             if response is None:
+                _uncancel(task)
                 if stream.started:
                     await self.safe_body(b"")
                 elif self.connected:
@@ -484,7 +534,6 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 status = 200 if session else stateless.status_for(response)
                 await self.json_response(status, response, extra)
         finally:
-            handle.cancel()
             for watcher in watchers:
                 watcher.cancel()
 

@@ -12,9 +12,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.http.request import split_domain_port, validate_host
 
 from ..conf import mcp_settings
+
+#: Verdicts per ``Host`` value: every request asks, and clients send the same few hosts.
+_verdicts: dict[str, bool] = {}
+_MAX_VERDICTS = 1024
 
 
 def _allowed_hosts() -> list[str]:
@@ -25,8 +30,13 @@ def _allowed_hosts() -> list[str]:
 
 
 def host_allowed(host: str) -> bool:
-    domain, _port = split_domain_port(host)
-    return bool(domain) and validate_host(domain, _allowed_hosts())
+    verdict = _verdicts.get(host)
+    if verdict is None:
+        domain, _port = split_domain_port(host)
+        verdict = bool(domain) and validate_host(domain, _allowed_hosts())
+        if len(_verdicts) < _MAX_VERDICTS:  # a flood of made-up hosts is judged, not remembered
+            _verdicts[host] = verdict
+    return verdict
 
 
 def origin_allowed(origin: str, host: str) -> bool:
@@ -74,3 +84,11 @@ def unauthenticated_refusal(scope: dict[str, Any]) -> str | None:
     if any(name.lower() in _FORWARDING_HEADERS for name, _ in scope.get("headers", ())):
         return "Forbidden: AUTH 'none' (development mode) refuses proxied requests; set DJANGO_MCP['AUTH'] = 'oauth'"
     return None
+
+
+def _forget(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("ALLOWED_HOSTS", "DEBUG"):
+        _verdicts.clear()
+
+
+setting_changed.connect(_forget)

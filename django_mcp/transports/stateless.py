@@ -75,8 +75,8 @@ def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | No
             ),
             rid,
         )
-    missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in meta]
-    if missing:
+    if PROTOCOL_VERSION_META_KEY not in meta or CLIENT_CAPABILITIES_META_KEY not in meta:
+        missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in meta]
         raise _fail(400, ProtocolError(jsonrpc.INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}"), rid)
     requested = meta[PROTOCOL_VERSION_META_KEY]
     if version is None:
@@ -110,26 +110,34 @@ def preflight(consumer: MCPConsumer, request: jsonrpc.Request, version: str | No
                 headers.check_params(tool.input_schema, params.get("arguments"), header)
             except ProtocolError as exc:
                 raise _fail(400, exc, rid) from None
-    try:
-        validate_request(request.method, requested, request.params)
-    except ProtocolError as exc:
-        raise _fail(STATUS.get(exc.code, 400), exc, rid) from None
+    if request.method == "subscriptions/listen":
+        # Other requests are validated once, by the engine, with the same error and status.
+        try:
+            validate_request(request.method, requested, request.params)
+        except ProtocolError as exc:
+            raise _fail(STATUS.get(exc.code, 400), exc, rid) from None
     return requested
 
 
 async def handle_post(consumer: MCPConsumer, payload: Any, version: str | None) -> None:
-    from .http import HTTPError
-
     if not isinstance(payload, dict):
-        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: the body must be a single JSON-RPC message")
+        raise _fail(
+            400,
+            ProtocolError(jsonrpc.INVALID_REQUEST, "Invalid request: the body must be a single JSON-RPC message"),
+            None,
+        )
     try:
         message = jsonrpc.classify(payload)
     except ProtocolError as exc:
-        raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
+        raise _fail(400, exc, jsonrpc.id_of(payload)) from None
     if isinstance(message, jsonrpc.Response):
-        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: 2026-07-28 clients send no responses")
+        raise _fail(
+            400, ProtocolError(jsonrpc.INVALID_REQUEST, "Invalid request: 2026-07-28 clients send no responses"), None
+        )
     if isinstance(message, jsonrpc.Notification):
         if version is not None and version.strip() not in STATELESS_REVISIONS:
+            from .http import HTTPError
+
             raise HTTPError(
                 400,
                 jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
