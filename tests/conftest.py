@@ -67,6 +67,7 @@ class LiveServer:
     env: dict[str, str]
     process: subprocess.Popen[bytes]
     log: Path
+    cwd: Path = ROOT
 
     @property
     def base(self) -> str:
@@ -76,7 +77,7 @@ class LiveServer:
         out = subprocess.run(
             [sys.executable, "-m", "django", *args],
             env=self.env,
-            cwd=ROOT,
+            cwd=self.cwd,
             input=input,
             capture_output=True,
             text=True,
@@ -125,7 +126,7 @@ def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **ext
 
 
 def start_server(
-    env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application"
+    env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application", cwd: Path = ROOT
 ) -> LiveServer:
     if env["MCP_TEST_DB"] == "postgres":
         need_service("PostgreSQL", 5432)
@@ -133,14 +134,14 @@ def start_server(
         need_service("Redis", 6379)
     if migrate:
         subprocess.run(
-            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True, timeout=120
+            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=cwd, check=True, timeout=120
         )
     port = free_port()
     handle = log.open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         stdout=handle,
         stderr=subprocess.STDOUT,
     )
@@ -154,7 +155,7 @@ def start_server(
     else:
         process.kill()
         raise RuntimeError(f"daphne did not start:\n{log.read_text()}")
-    return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
+    return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log, cwd)
 
 
 @pytest.fixture(scope="session")

@@ -184,16 +184,27 @@ def test_node_and_scenario_lists() -> None:
     assert not [name for name in handshake + stateless if name.startswith("tasks-")]
 
 
-def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The suite's authorization-server scenarios against the OAuth test project (``AUTH = "oauth"``).
+@pytest.mark.parametrize("project", ["tests.oauth", "example_project"])
+def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory, project: str) -> None:
+    """The suite's authorization-server scenarios against an OAuth project (``AUTH = "oauth"``).
 
+    ``tests.oauth`` is the OAuth test project; ``example_project`` the lending library as
+    ``make demo`` serves it (its own settings and directory, its demo reader).
     ``authorization-code-grant`` waits for a person: a logged-in browser session answers
     the consent page and follows the redirect to the suite's callback server.
     """
     import asyncio
 
     from tests.conftest import free_port
-    from tests.oauth.kit import Browser, register, start_oauth_server, stop_oauth_server
+    from tests.oauth.kit import (
+        EXAMPLE_USER,
+        PASSWORD,
+        Browser,
+        register,
+        start_example_server,
+        start_oauth_server,
+        stop_oauth_server,
+    )
 
     if not _suite_available():
         message = "the conformance suite is not installed (run `make node`)"
@@ -201,7 +212,10 @@ def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory
             pytest.fail(message)
         pytest.skip(message)
     tmp = tmp_path_factory.mktemp("conformance-auth")
-    server = start_oauth_server(tmp)
+    if project == "example_project":
+        server, (username, password) = start_example_server(tmp), EXAMPLE_USER
+    else:
+        server, (username, password) = start_oauth_server(tmp), ("alice", PASSWORD)
     try:
         port = free_port()
         registered = register(server, redirect_uris=[f"http://127.0.0.1:{port}/callback"])
@@ -226,7 +240,7 @@ def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory
         async def approve(url: str) -> None:
             browser = Browser(server.base)
             try:
-                await browser.login("alice")
+                await browser.login(username, password)
                 consent = await browser.consent(url)
                 assert consent.status_code == 302, consent.text[:500]
                 await browser.http.get(consent.headers["location"])  # the suite's callback server

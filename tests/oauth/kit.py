@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 import secrets
 import threading
@@ -31,7 +32,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import LiveServer, free_port, need_service, server_env, start_server
+from tests.conftest import ROOT, LiveServer, free_port, need_service, server_env, start_server
 
 PASSWORD = "correct horse battery staple"
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -79,14 +80,52 @@ def _drop_postgres_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def start_oauth_server(tmp: Path, **env: str) -> OAuthServer:
-    environ = server_env(tmp, settings="tests.oauth.settings", **env)
+def start_oauth_server(
+    tmp: Path,
+    *,
+    settings: str = "tests.oauth.settings",
+    app: str = "tests.oauth.asgi:application",
+    cwd: Path = ROOT,
+    setup: str | None = SETUP.format(password=PASSWORD),
+    db: str | None = None,
+    **env: str,
+) -> OAuthServer:
+    """A live daphne serving an OAuth project: the test project by default, any project by its settings.
+
+    ``setup`` (Python run in the project's shell) creates the users; ``env`` adds to the server environment.
+    """
+    environ = server_env(tmp, db=db, settings=settings, **env)
     if environ["MCP_TEST_DB"] == "postgres":
         need_service("PostgreSQL", 5432)
         environ["MCP_PG_NAME"] = _fresh_postgres_database()
-    live = start_server(environ, tmp / "daphne.log", app="tests.oauth.asgi:application")
+    live = start_server(environ, tmp / "daphne.log", app=app, cwd=cwd)
     server = OAuthServer(live)
-    server.shell(SETUP.format(password=PASSWORD))
+    if setup is not None:
+        server.shell(setup)
+    return server
+
+
+EXAMPLE = ROOT / "example_project"
+#: The example project's demo reader, as ``manage.py demo_setup`` creates it.
+EXAMPLE_USER = ("reader", "library-demo")
+
+
+def start_example_server(tmp: Path) -> OAuthServer:
+    """The example lending library (``example_project.settings``, OAuth on) on a fresh SQLite file.
+
+    Served from its own directory the way ``make demo`` serves it; ``demo_setup`` creates the reader.
+    """
+    server = start_oauth_server(
+        tmp,
+        settings="example_project.settings",
+        app="example_project.asgi:application",
+        cwd=EXAMPLE,
+        setup=None,
+        db="sqlite",  # the example project knows only SQLite
+        PYTHONPATH=os.pathsep.join((str(EXAMPLE), str(ROOT))),
+        DJANGO_DB_PATH=str(tmp / "example.sqlite3"),
+    )
+    server.live.manage("demo_setup")
     return server
 
 
