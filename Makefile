@@ -8,7 +8,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench venv node browser clean
+.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench bench-models venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -72,6 +72,10 @@ test: venv node lint typecheck migrations-check unit pg-redis django42
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
+
+# ModelResource vs DRF RetrieveAPIView/ListAPIView on the same server (needs wrk; PostgreSQL as well).
+bench-models: venv
+	$(BIN)/python benchmarks/models_vs_drf.py --db sqlite,postgres
 
 clean:
 	rm -rf $(VENV) $(VENV42) $(NODE_DIR) .test-db.sqlite3
