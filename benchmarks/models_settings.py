@@ -3,8 +3,8 @@
 The test suite's project without its test apps, plus ``benchmarks.modelbench``. DEBUG
 off, ``AUTH = "none"``, result validation off, in-memory channel layer. The database is
 SQLite in ``MCP_SQLITE`` or, with ``MCP_TEST_DB=postgres``, PostgreSQL database
-``MCP_PG_NAME``. Connections persist (``CONN_MAX_AGE = None``) so that the DRF views do
-not reopen one per request (the MCP endpoint's worker thread keeps its own).
+``MCP_PG_NAME``, with Django's default ``CONN_MAX_AGE = 0``: under ASGI each sync view
+runs in a thread of its own, so persistent connections would leak one per request.
 ``BENCH_MIDDLEWARE=none`` drops the ``startproject`` middleware (it only wraps the DRF
 views: the MCP endpoint is routed before Django's handler).
 """
@@ -38,7 +38,6 @@ if os.environ.get("MCP_TEST_DB") == "postgres":
             "USER": "postgres",
             "HOST": "127.0.0.1",
             "PORT": "5432",
-            "CONN_MAX_AGE": None,
         }
     }
 else:
@@ -48,7 +47,6 @@ else:
             "NAME": os.environ.get(
                 "MCP_SQLITE", os.path.join(tempfile.gettempdir(), "django-mcp-models-bench.sqlite3")
             ),
-            "CONN_MAX_AGE": None,
         }
     }
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
