@@ -8,7 +8,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench bench-cpu venv node browser clean
+.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench bench-cpu bench-models venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -76,6 +76,10 @@ bench: venv
 # CPU time per request, in-process, ours against the floor: a ratio that does not depend on machine load.
 bench-cpu: venv
 	$(BIN)/python benchmarks/cpu.py
+
+# ModelResource vs DRF RetrieveAPIView/ListAPIView on the same server (needs wrk; PostgreSQL as well).
+bench-models: venv
+	$(BIN)/python benchmarks/models_vs_drf.py --db sqlite,postgres
 
 clean:
 	rm -rf $(VENV) $(VENV42) $(NODE_DIR) .test-db.sqlite3
