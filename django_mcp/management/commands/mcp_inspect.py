@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from ...context import Context, Runtime
 from ...server import MCPServer
+from ..users import active_user
 from .mcp_stdio import Command as StdioCommand
 
 KINDS = ("tools", "resources", "resourceTemplates", "prompts")
@@ -87,7 +88,7 @@ class Command(BaseCommand):
         loader = StdioCommand()
         server = loader.load_server(options.get("server"))
         username = options.get("user")
-        user = loader.load_user(username) if username else None
+        user = active_user(username) if username else None
         objects = self.collect(server, user, username is not None)
         if options["format"] == "json":
             data: dict[str, Any] = {"server": server.server_info()}

@@ -20,6 +20,7 @@ from django.utils.module_loading import import_string
 from ...conf import mcp_settings
 from ...server import MCPServer
 from ...transports import stdio
+from ..users import active_user
 
 TOKEN_ENV = "DJANGO_MCP_TOKEN"
 
@@ -81,7 +82,7 @@ class Command(BaseCommand):
         if token is not None:
             return self.token_identity(token.strip())
         if username is not None:
-            return Identity(self.load_user(username))
+            return Identity(active_user(username))
         if mcp_settings.AUTH != "none":
             raise CommandError(
                 f"mcp_stdio refuses to serve anonymously with DJANGO_MCP['AUTH'] = {mcp_settings.AUTH!r}: "
@@ -90,18 +91,6 @@ class Command(BaseCommand):
         from django.contrib.auth.models import AnonymousUser
 
         return Identity(AnonymousUser())
-
-    def load_user(self, username: str) -> Any:
-        from django.contrib.auth import get_user_model
-
-        model = get_user_model()
-        try:
-            user = model._default_manager.get_by_natural_key(username)
-        except model.DoesNotExist:
-            raise CommandError(f"No user named {username!r}") from None
-        if not user.is_active:
-            raise CommandError(f"User {username!r} is inactive")
-        return user
 
     def token_identity(self, token: str) -> Identity:
         """Verify ``token`` with the HTTP endpoint's own checks (DOT's validator, user, client, audience)."""

@@ -19,6 +19,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
+from ..users import active_user
+
 DEFAULT_APPLICATION = "mcp_token"
 _DURATION = re.compile(r"^(\d+)([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -70,7 +72,7 @@ class Command(BaseCommand):
 
         from ...auth_clients import is_client_disabled
 
-        user = self.load_user(options["user"])
+        user = active_user(options["user"])
         application = self.load_application(options.get("application"))
         if is_client_disabled(application):
             raise CommandError(f"Application {application.client_id!r} is disabled in the admin.")
@@ -138,19 +140,6 @@ class Command(BaseCommand):
         from ...conf import mcp_settings
 
         return bool(mcp_settings.AUTH == "oauth" and mcp_settings.REQUIRE_AUDIENCE)
-
-    @staticmethod
-    def load_user(username: str) -> Any:
-        from django.contrib.auth import get_user_model
-
-        model = get_user_model()
-        try:
-            user = model._default_manager.get_by_natural_key(username)
-        except model.DoesNotExist:
-            raise CommandError(f"No user named {username!r}") from None
-        if not user.is_active:
-            raise CommandError(f"User {username!r} is inactive")
-        return user
 
     @staticmethod
     def load_application(ref: str | None) -> Any:
