@@ -13,6 +13,8 @@ class ItemSerializer(serializers.ModelSerializer):  # type: ignore[misc]
     class Meta:
         model = Item
         fields = ["id", "name", "quantity", "note", "owner"]
+        # Explicit: DRF derives the bound from the model field's validators only on Django 5+.
+        extra_kwargs = {"quantity": {"min_value": 0}}
 
     def validate_name(self, value: str) -> str:
         if value.lower() == "forbidden":
