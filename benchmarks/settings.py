@@ -1,6 +1,6 @@
 """Settings for the benchmark servers: the test project's, tuned for measuring.
 
-The test tools (``tests.testapp``) are swapped for the two benchmark tools so that
+The test apps' tools, resources and prompts are swapped for the two benchmark tools so that
 ``tools/list`` returns the same list as the SDK comparison server. The database is
 SQLite in a temporary file (``MCP_SQLITE``, set by ``run.py``) and the channel layer
 is the in-memory one, whatever the environment says.
@@ -13,7 +13,8 @@ from tests.settings import *  # noqa: F403
 from tests.settings import DJANGO_MCP, INSTALLED_APPS
 
 DEBUG = False
-INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "tests.testapp"] + ["benchmarks.benchapp"]
+TEST_APPS = ("tests.testapp", "tests.drfapp", "tests.promptapp", "tests.modelapp")
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in TEST_APPS] + ["benchmarks.benchapp"]
 ROOT_URLCONF = "benchmarks.urls"
 # The middleware of a new `startproject`; it only wraps Django views, never the MCP consumer.
 MIDDLEWARE = [
