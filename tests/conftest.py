@@ -101,14 +101,23 @@ def fresh_pg_database(suffix: str) -> str:
     Named after this run's ``MCP_PG_TEST_NAME`` and ``suffix``, so reruns reuse (drop and
     recreate) the same few names instead of piling up databases.
     """
-    import psycopg
-
     need_service("PostgreSQL", 5432)
     name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + suffix
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
     return name
+
+
+def drop_pg_database(name: str) -> None:
+    """Drop a database ``fresh_pg_database`` made (a later run would drop and recreate it anyway)."""
+    _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_admin(*statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)  # type: ignore[arg-type]  # our own fixed DDL
 
 
 def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **extra: str) -> dict[str, str]:

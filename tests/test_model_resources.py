@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import LiveServer, fresh_pg_database, server_env, start_server
+from tests.conftest import LiveServer, server_env, start_server
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
 
@@ -60,13 +60,8 @@ print(a1.pk, a2.pk, b1.pk)
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, dict[str, int]]]:
-    import os
-
     tmp = tmp_path_factory.mktemp("models")
-    extra = {"MCP_MEDIA_ROOT": str(tmp / "media")}
-    if os.environ.get("MCP_TEST_DB") == "postgres":
-        extra["MCP_PG_NAME"] = fresh_pg_database("_live")
-    env = server_env(tmp, **extra)
+    env = server_env(tmp, MCP_MEDIA_ROOT=str(tmp / "media"))  # on PostgreSQL, a fresh database of its own
     server = start_server(env, tmp / "daphne.log", app="tests.asgi_users:application")
     a1, a2, b1 = (int(x) for x in server.manage("shell", "-c", SETUP).splitlines()[-1].split())
     yield server, {"a1": a1, "a2": a2, "b1": b1}
@@ -410,9 +405,8 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tests.conftest import need_service
 
     need_service("Redis", 6379)
-    name = fresh_pg_database("_workers")
     tmp = tmp_path_factory.mktemp("model-workers")
-    env = server_env(tmp, db="postgres", layer="redis", MCP_PG_NAME=name, MCP_MEDIA_ROOT=str(tmp / "media"))
+    env = server_env(tmp, db="postgres", layer="redis", MCP_MEDIA_ROOT=str(tmp / "media"))
     a = start_server(env, tmp / "a.log", app="tests.asgi_users:application")
     b = start_server(env, tmp / "b.log", migrate=False, app="tests.asgi_users:application")
     a1, a2, b1 = (int(x) for x in a.manage("shell", "-c", SETUP).splitlines()[-1].split())

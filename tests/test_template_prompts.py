@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from django_mcp import TemplatePrompt
-from tests.conftest import LiveServer, need_service, server_env, start_server
+from tests.conftest import LiveServer, drop_pg_database, server_env, start_server
 from tests.promptapp.mcp import NOTES, PNG
 
 MODES = ["legacy", "2026-07-28"]
@@ -74,42 +73,19 @@ class Live:
         return headers
 
 
-def _pg(*statements: str) -> None:
-    import psycopg
-
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)  # type: ignore[arg-type]  # our own fixed DDL
-
-
-def _fresh_pg_database(name: str) -> None:
-    """A database of this test process's own (helpers and CI jobs may share the PostgreSQL server)."""
-    _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
-
-
-def _drop_pg_database(name: str) -> None:
-    _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     db = request.param
     tmp = tmp_path_factory.mktemp(f"prompts-{db}")
-    extra: dict[str, str] = {}
-    if db == "postgres":
-        need_service("PostgreSQL", 5432)
-        name = f"{os.environ.get('MCP_PG_TEST_NAME', 'test_django_mcp')}_prompts_{os.getpid()}"
-        _fresh_pg_database(name)
-        extra["MCP_PG_NAME"] = name
-    env = server_env(tmp, db=db, layer="memory", **extra)
+    env = server_env(tmp, db=db, layer="memory")  # on PostgreSQL, a fresh database of its own
     server = start_server(env, tmp / "daphne.log", app="tests.promptapp.asgi:application")
     try:
         sessions = json.loads(server.manage("shell", "-c", SETUP).strip().splitlines()[-1])
         yield Live(server, sessions)
     finally:
         server.stop()
-        if "MCP_PG_NAME" in extra:
-            _drop_pg_database(extra["MCP_PG_NAME"])
+        if db == "postgres":
+            drop_pg_database(env["MCP_PG_NAME"])
     log = (tmp / "daphne.log").read_text(errors="replace")
     # The only tracebacks are the deliberately broken template's (test_form_errors_are_invalid_params).
     assert log.count("Traceback") == log.count("TemplateSyntaxError: {% message %} blocks cannot be nested"), log

@@ -32,7 +32,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import ROOT, LiveServer, free_port, need_service, server_env, start_server
+from tests.conftest import ROOT, LiveServer, drop_pg_database, free_port, server_env, start_server
 
 PASSWORD = "correct horse battery staple"
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -63,23 +63,6 @@ class OAuthServer:
         return lines[-1] if lines else ""
 
 
-def _fresh_postgres_database() -> str:
-    """A database of its own: these servers hold users, unlike the shared ``test`` database's sessions."""
-    import psycopg
-
-    name = f"mcp_oauth_{secrets.token_hex(6)}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def _drop_postgres_database(name: str) -> None:
-    import psycopg
-
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def start_oauth_server(
     tmp: Path,
     *,
@@ -94,10 +77,7 @@ def start_oauth_server(
 
     ``setup`` (Python run in the project's shell) creates the users; ``env`` adds to the server environment.
     """
-    environ = server_env(tmp, db=db, settings=settings, **env)
-    if environ["MCP_TEST_DB"] == "postgres":
-        need_service("PostgreSQL", 5432)
-        environ["MCP_PG_NAME"] = _fresh_postgres_database()
+    environ = server_env(tmp, db=db, settings=settings, **env)  # on PostgreSQL, a fresh database of its own
     live = start_server(environ, tmp / "daphne.log", app=app, cwd=cwd)
     server = OAuthServer(live)
     if setup is not None:
@@ -132,7 +112,7 @@ def start_example_server(tmp: Path) -> OAuthServer:
 def stop_oauth_server(server: OAuthServer) -> None:
     server.live.stop()
     if server.live.env["MCP_TEST_DB"] == "postgres":
-        _drop_postgres_database(server.live.env["MCP_PG_NAME"])
+        drop_pg_database(server.live.env["MCP_PG_NAME"])
 
 
 @pytest.fixture(scope="module")
