@@ -31,6 +31,23 @@ class Guarded(Protocol):
     async def permits(self, ctx: Context) -> bool: ...
 
 
+class Guard:
+    """Mixin of ``Tool``, ``Resource`` and ``Prompt``: ``permits`` from their ``permissions`` and ``check``.
+
+    Subclasses that know more (a model's ``view_`` permission, a DRF view's permission
+    classes) extend ``permits`` and call ``super()`` first.
+    """
+
+    permissions: list[str]
+    check: Check | None
+
+    async def permits(self, ctx: Context) -> bool:
+        """Whether ``ctx.user`` may see and use this object (scopes are checked by ``visible``)."""
+        if not self.permissions and self.check is None:
+            return True
+        return await check_access(self.permissions, self.check, ctx)
+
+
 async def check_access(permissions: Sequence[str], check: Check | None, ctx: Context) -> bool:
     """Django permissions of ``ctx.user`` (in a thread: ``has_perms`` may query), then ``check``."""
     if permissions:
@@ -55,4 +72,4 @@ async def visible(obj: Guarded, ex: Exchange) -> bool:
     return await obj.permits(Context(ex))
 
 
-__all__ = ["Check", "Guarded", "check_access", "visible"]
+__all__ = ["Check", "Guard", "Guarded", "check_access", "visible"]

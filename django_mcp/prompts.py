@@ -14,7 +14,7 @@ from typing import Any
 
 import mcp_types as types
 
-from .access import Check, check_access
+from .access import Check, Guard
 from .content import CONTENT_TYPES, Role, dump
 from .context import Context
 from .resources import Completer, _ctx_param, _runner
@@ -45,7 +45,7 @@ def assistant(content: Any) -> Message:
 
 
 @dataclass
-class Prompt:
+class Prompt(Guard):
     fn: Callable[..., Any]
     name: str
     title: str | None = None
@@ -68,20 +68,19 @@ class Prompt:
             arg: dict[str, Any] = {"name": pname, "required": p.default is inspect.Parameter.empty}
             self.arguments.append(arg)
 
-    async def permits(self, ctx: Context) -> bool:
-        """Whether ``ctx.user`` may see and get this prompt (scopes are checked by the caller)."""
-        if not self.permissions and self.check is None:
-            return True
-        return await check_access(self.permissions, self.check, ctx)
+    def argument_definitions(self) -> list[dict[str, Any]]:
+        """The ``arguments`` of the definition; subclasses may compute them per call (translated)."""
+        return self.arguments
 
     def definition(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
         if self.title:
-            d["title"] = self.title
+            d["title"] = str(self.title)  # str(): a lazy translation becomes the caller's language
         if self.description:
-            d["description"] = self.description
-        if self.arguments:
-            d["arguments"] = self.arguments
+            d["description"] = str(self.description)
+        arguments = self.argument_definitions()
+        if arguments:
+            d["arguments"] = arguments
         if self.icons:
             d["icons"] = self.icons
         if self.meta:

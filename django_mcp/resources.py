@@ -16,7 +16,7 @@ from typing import Any
 import mcp_types as types
 from asgiref.sync import sync_to_async
 
-from .access import Check, check_access
+from .access import Check, Guard
 from .context import Context
 from .protocol.uri_template import URITemplate
 
@@ -53,7 +53,7 @@ def contents_for(uri: str, value: Any, mime_type: str | None) -> list[dict[str, 
 
 
 @dataclass
-class Resource:
+class Resource(Guard):
     uri: str
     fn: Callable[..., Any]
     name: str
@@ -67,12 +67,6 @@ class Resource:
     scopes: list[str] = field(default_factory=list)
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
-
-    async def permits(self, ctx: Context) -> bool:
-        """Whether ``ctx.user`` may see and read this resource (scopes are checked by the caller)."""
-        if not self.permissions and self.check is None:
-            return True
-        return await check_access(self.permissions, self.check, ctx)
 
     def definition(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uri": self.uri, "name": self.name}

@@ -261,13 +261,8 @@ class TemplatePrompt(Prompt):
         return {**form.cleaned_data, "form": form, "user": ctx.user, "prompt": self, **(self.extra_context or {})}
 
     # -- protocol ------------------------------------------------------------------------
-    def definition(self) -> dict[str, Any]:
+    def argument_definitions(self) -> list[dict[str, Any]]:
         """Computed per call: labels and help texts are translated into the caller's language."""
-        d: dict[str, Any] = {"name": self.name}
-        if self.title:
-            d["title"] = str(self.title)
-        if self.description:
-            d["description"] = str(self.description)
         arguments = []
         for name, field in declared_fields(self.get_form_class()).items():
             arg: dict[str, Any] = {"name": name, "required": field.required}
@@ -276,13 +271,7 @@ class TemplatePrompt(Prompt):
             if field.help_text:
                 arg["description"] = str(field.help_text)
             arguments.append(arg)
-        if arguments:
-            d["arguments"] = arguments
-        if self.icons:
-            d["icons"] = self.icons
-        if self.meta:
-            d["_meta"] = self.meta
-        return d
+        return arguments
 
     def check_arguments(self, arguments: dict[str, Any]) -> list[str]:
         return []  # the form reports missing arguments along with every other error

@@ -20,7 +20,7 @@ import pydantic
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
-from .access import Check, check_access
+from .access import Check, Guard
 from .conf import mcp_settings
 from .content import CONTENT_TYPES, dump
 from .context import Context
@@ -101,7 +101,7 @@ def _is_object_schema(schema: dict[str, Any]) -> bool:
 
 
 @dataclass
-class Tool:
+class Tool(Guard):
     """A registered tool. Build one with ``MCPServer.tool``."""
 
     fn: Callable[..., Any]
@@ -192,12 +192,6 @@ class Tool:
             with transaction.atomic():
                 return self.fn(**kwargs)
         return self.fn(**kwargs)
-
-    async def permits(self, ctx: Context) -> bool:
-        """Whether ``ctx.user`` may see and call this tool (scopes are checked by the caller)."""
-        if not self.permissions and self.check is None:
-            return True
-        return await check_access(self.permissions, self.check, ctx)
 
     def definition(self) -> dict[str, Any]:
         """The newest-revision wire form; shaping prunes it for older clients."""
