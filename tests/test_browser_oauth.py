@@ -4,8 +4,9 @@ The SDK's ``OAuthClientProvider`` discovers the server from a 401, registers
 itself (RFC 7591) and hands the authorization URL to its ``redirect_handler``,
 which opens it in chromium. A person logs in on the Django login page, reads
 the consent page (the client's name, each scope's description) and clicks
-Allow or Deny; the browser's final redirect to the client's loopback callback
-is caught and given to the SDK's ``callback_handler``. Allow: the client ends
+Allow or Deny; the browser's final redirect lands on the client's loopback
+callback server (as with a desktop client) and its URL is given to the SDK's
+``callback_handler``. Allow: the client ends
 with a token and lists the tools. Deny: it ends with nothing, and the server
 issued nothing. Without chromium the test skips, except under ``CI=true``.
 """
@@ -13,7 +14,9 @@ issued nothing. Without chromium the test skips, except under ``CI=true``.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,7 +31,6 @@ from tests.conftest import IN_CI
 from tests.oauth.kit import PASSWORD, OAuthServer, Storage, start_oauth_server, stop_oauth_server
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CALLBACK = "http://127.0.0.1:8976/callback"  # never reached: the browser's request to it is intercepted
 CLIENT_NAME = "Browser Test Client"
 
 
@@ -39,6 +41,32 @@ def need_chromium() -> None:
     if IN_CI:
         pytest.fail(f"{message} (CI=true: a skip would hide untested code)")
     pytest.skip(message)
+
+
+class _Callback(BaseHTTPRequestHandler):
+    """The client's loopback redirect target: what a desktop MCP client shows after consent."""
+
+    def do_GET(self) -> None:
+        body = b"<p>You may close this window.</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def callback() -> Iterator[str]:
+    """A real loopback callback server (Playwright does not route a request reached by a redirect)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Callback)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/callback"
+    httpd.shutdown()
+    httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -66,19 +94,14 @@ async def page() -> AsyncIterator[Any]:
 class Person:
     """Someone at the browser: logs in when asked, reads the consent page, clicks one button."""
 
-    def __init__(self, page: Any, server: OAuthServer, username: str, allow: bool) -> None:
-        self.page, self.server, self.username, self.allow = page, server, username, allow
+    def __init__(self, page: Any, server: OAuthServer, callback: str, username: str, allow: bool) -> None:
+        self.page, self.server, self.callback, self.username, self.allow = page, server, callback, username, allow
         self.callback_url = ""
         self.consent_text = ""
         self.scopes: list[str] = []
 
     async def open(self, url: str) -> None:
         """The SDK's ``redirect_handler``: what a desktop client does with ``webbrowser.open``."""
-
-        async def catch(route: Any) -> None:
-            await route.fulfill(status=200, content_type="text/html", body="<p>You may close this window.</p>")
-
-        await self.page.route(CALLBACK + "*", catch)
         await self.page.goto(url)
         # Not signed in: Django's login page, then back to the authorization URL.
         await self.page.fill("#id_username", self.username)
@@ -87,9 +110,9 @@ class Person:
         await self.page.wait_for_selector("#authorizationForm")
         self.consent_text = await self.page.inner_text("main")
         self.scopes = await self.page.eval_on_selector_all("#scopes li", "items => items.map(i => i.dataset.scope)")
-        async with self.page.expect_request(lambda r: r.url.startswith(CALLBACK)) as redirected:
+        async with self.page.expect_navigation(url=lambda u: u.startswith(self.callback)) as landed:
             await self.page.click("#allow" if self.allow else "#deny")
-        self.callback_url = (await redirected.value).url
+        self.callback_url = (await landed.value).url
 
     async def answer(self) -> AuthorizationCodeResult:
         """The SDK's ``callback_handler``: the code from the intercepted redirect, or the refusal."""
@@ -104,7 +127,7 @@ class Person:
 def provider(server: OAuthServer, person: Person, storage: Storage) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(
         client_name=CLIENT_NAME,
-        redirect_uris=[CALLBACK],  # type: ignore[list-item]
+        redirect_uris=[person.callback],  # type: ignore[list-item]
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
         token_endpoint_auth_method="none",
@@ -115,8 +138,8 @@ def provider(server: OAuthServer, person: Person, storage: Storage) -> OAuthClie
     )
 
 
-async def test_login_consent_allow(server: OAuthServer, page: Any) -> None:
-    person = Person(page, server, "alice", allow=True)
+async def test_login_consent_allow(server: OAuthServer, callback: str, page: Any) -> None:
+    person = Person(page, server, callback, "alice", allow=True)
     storage = Storage()
     async with httpx2.AsyncClient(auth=provider(server, person, storage), timeout=60) as http:
         async with Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
@@ -142,8 +165,8 @@ async def test_login_consent_allow(server: OAuthServer, page: Any) -> None:
     assert await page.inner_text("body") == "You may close this window."
 
 
-async def test_login_consent_deny(server: OAuthServer, page: Any) -> None:
-    person = Person(page, server, "bob", allow=False)
+async def test_login_consent_deny(server: OAuthServer, callback: str, page: Any) -> None:
+    person = Person(page, server, callback, "bob", allow=False)
     storage = Storage()
     with pytest.raises(BaseException) as caught:  # the SDK wraps the refusal in task groups
         async with httpx2.AsyncClient(auth=provider(server, person, storage), timeout=60) as http:
