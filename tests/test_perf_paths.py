@@ -80,22 +80,23 @@ def test_stateless_call_abandoned_by_its_client(raw: Raw, mcp_server: LiveServer
 
 
 def test_later_runs_only_what_outlives_the_delay() -> None:
-    later = Later(0.02)
+    # Margins of 125 ms either side of each deadline: a loaded CI machine oversleeps by tens of ms.
+    later = Later(0.5)
 
     async def scenario() -> list[str]:
         ran: list[str] = []
         for name in ("fast", "slow", "slower"):
             later.add(name, lambda name=name: ran.append(name))  # type: ignore[misc]
         later.discard("fast")
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.25)
         assert ran == []  # nothing before the delay
         later.add("late", lambda: ran.append("late"))
-        await asyncio.sleep(0.015)
-        assert ran == ["slow", "slower"]  # due ones ran; "late" (added 10 ms later) still waits
-        await asyncio.sleep(0.03)
+        await asyncio.sleep(0.375)
+        assert ran == ["slow", "slower"]  # due ones ran; "late" (added 250 ms later) still waits
+        await asyncio.sleep(0.5)
         later.add("again", lambda: ran.append("again"))
         later.discard("again")
-        await asyncio.sleep(0.03)
+        await asyncio.sleep(0.6)
         later.add("leftover", lambda: ran.append("leftover"))  # its loop ends before it is due
         return ran
 
