@@ -400,29 +400,6 @@ class ModelResourceTemplate(ResourceTemplate):
         return await sync_to_async(self.resource.completions, thread_sensitive=True)(ctx, var, value, others)
 
 
-async def readable(server: MCPServer, uri: str, ex: Any) -> bool:
-    """False for an object URI of a ``ModelResource`` that ``ex``'s caller may not read (or that is absent).
-
-    Other URIs are left to their own rules. ``subscriptions/listen`` uses it so that
-    listening reveals no more than reading would.
-    """
-    from .access import visible
-
-    for tpl in server.templates.values():
-        if isinstance(tpl, ModelResourceTemplate):
-            variables = tpl.template.match(uri)
-            if variables is None:
-                continue
-            if not await visible(tpl, ex):
-                return False
-            try:
-                await tpl.ensure_exists(uri, variables, Context(ex))
-            except ResourceNotFound:
-                return False
-            return True
-    return True
-
-
 # -- resources/list: static resources, then every visible ModelResource's objects ---------
 
 
