@@ -59,7 +59,7 @@ class ModelResource:
     #: A DRF serializer class; when set it produces the JSON instead of ``fields``.
     serializer_class: type[Any] | None = None
     lookup_field: str = "pk"
-    #: RFC 6570 level 1 template; its variables are model field lookups. Default ``django://<app>/<model>/{pk}``.
+    #: RFC 6570 template (``{var}``); its variables are model field lookups. Default ``django://<app>/<model>/{pk}``.
     uri_template: str | None = None
     mime_type: str = "application/json"
     name: str | None = None
