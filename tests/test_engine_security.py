@@ -152,3 +152,34 @@ def test_template_values_through_the_server(raw: Raw) -> None:
         assert err["data"] == {"uri": uri}
     assert _read(raw, sid, "sec://echo/a%20b")["result"]["contents"][0]["text"] == "name=a b"
     assert _read(raw, sid, "sec://files/etc/pass%20wd")["result"]["contents"][0]["text"] == "path=etc/pass wd"
+
+
+def test_legacy_sse_endpoint_takes_no_batch(raw: Raw, mcp_server: LiveServer) -> None:
+    """The 2024-11-05 messages endpoint carries one message per POST: a batch is 400 and runs nothing."""
+    from tests.sse import SSEReader
+
+    stream = SSEReader("GET", mcp_server.url + "sse/", {"accept": "text/event-stream"})
+    try:
+        first = stream.next()
+        assert first is not None and str(first[1]).startswith("/mcp/messages/?session_id=")
+        endpoint = mcp_server.base + str(first[1])
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {},
+                "clientInfo": {"name": "old", "version": "1"},
+            },
+        }
+        assert raw.http.post(endpoint, json=init).status_code == 202
+        tag = secrets.token_hex(4)
+        r = raw.http.post(endpoint, json=_calls(tag, 101))
+        assert r.status_code == 400 and error_of(r)["code"] == -32600
+        r = raw.http.post(endpoint, json=_calls(tag, 2))
+        assert r.status_code == 400 and error_of(r)["code"] == -32600
+    finally:
+        stream.close()
+    sid = raw.initialize(BATCH_REV)
+    assert _recorded(raw, sid, tag) == 0
