@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.apps import apps as django_apps
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
+from django.db.models.query import ModelIterable
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
@@ -14,19 +17,94 @@ from django.utils.translation import ngettext
 from .models import MCPClient, MCPSession
 from .sessions import end_sessions_sync
 
+#: Characters of a session id the admin shows, and the longer prefix its URLs and checkboxes use as a key.
+SHOWN_PREFIX = 8
+ADMIN_KEY_LENGTH = 16
+
+
+def session_prefix(session_id: str) -> str:
+    """What a person sees of a session id: enough to tell sessions apart, too little to use one."""
+    return session_id[:SHOWN_PREFIX] + "…"
+
+
+def admin_key(session_id: str) -> str:
+    """The session's key in admin URLs, checkboxes and LogEntry rows: a prefix, never the live id."""
+    return session_id[:ADMIN_KEY_LENGTH]
+
+
+class _KeyedSessions(ModelIterable):  # type: ignore[type-arg]
+    """Sessions whose ``pk`` reads as their admin key: every link, checkbox and log row the admin
+    builds from ``obj.pk`` then carries a prefix, never the whole ``Mcp-Session-Id``."""
+
+    def __iter__(self) -> Iterator[Any]:
+        for obj in super().__iter__():
+            obj.mcp_full_id = obj.pk
+            obj.pk = admin_key(obj.pk)
+            yield obj
+
 
 @admin.register(MCPSession)
 class MCPSessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Sessions, keyed in every page by a prefix of their id.
+
+    A live ``Mcp-Session-Id`` is a credential of its session: staff can see who is
+    connected and end sessions without the admin ever printing one whole.
+    """
+
     list_display = ("short_id", "client", "protocol_version", "user", "created", "last_seen", "ended")
     list_filter = ("protocol_version", ("ended", admin.EmptyFieldListFilter))
-    search_fields = ("id", "client_info", "user__username")
-    readonly_fields = [f.name for f in MCPSession._meta.fields]
+    search_fields = ("^id", "client_info", "user__username")  # ^: a pasted prefix finds its session
+    readonly_fields = ("short_id", *(f.name for f in MCPSession._meta.fields if f.name != "id"))
+    fields = readonly_fields
     actions = ["end_sessions"]
     date_hierarchy = "created"
 
     @admin.display(description=_("session"))
     def short_id(self, obj: MCPSession) -> str:
-        return obj.id[:12] + "…"
+        return session_prefix(obj.pk)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MCPSession]:
+        queryset = super().get_queryset(request)
+        queryset._iterable_class = _KeyedSessions
+        return queryset
+
+    @staticmethod
+    def full_ids(keys: Iterable[str]) -> list[str]:
+        """The session ids the admin keys name (a key naming none, or several, names nothing)."""
+        found: list[str] = []
+        for key in keys:
+            if len(key) < ADMIN_KEY_LENGTH:
+                continue
+            ids = list(MCPSession.objects.filter(id__startswith=key).values_list("id", flat=True)[:2])
+            if len(ids) == 1:
+                found.append(ids[0])
+        return found
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> MCPSession | None:
+        ids = self.full_ids([object_id]) if from_field is None else []
+        if not ids:
+            return None
+        found: MCPSession | None = self.get_queryset(request).filter(pk=ids[0]).first()
+        return found
+
+    def response_action(self, request: HttpRequest, queryset: QuerySet[Any], *args: Any, **kwargs: Any) -> Any:
+        """Checkboxes carry admin keys: turn them back into ids before Django filters ``pk__in``."""
+        keys = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+        if keys:
+            post = request.POST.copy()
+            post.setlist(helpers.ACTION_CHECKBOX_NAME, self.full_ids(keys))
+            request.POST = post  # type: ignore[assignment]
+        return super().response_action(request, queryset, *args, **kwargs)
+
+    def delete_model(self, request: HttpRequest, obj: MCPSession) -> None:
+        full_id = getattr(obj, "mcp_full_id", obj.pk)
+        end_sessions_sync([full_id])
+        MCPSession.objects.filter(pk=full_id).delete()
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MCPSession]) -> None:
+        ids = list(queryset.values_list("id", flat=True))  # values: real ids, not admin keys
+        end_sessions_sync(ids)
+        MCPSession.objects.filter(pk__in=ids).delete()
 
     @admin.display(description=_("client"))
     def client(self, obj: MCPSession) -> str:
@@ -178,10 +256,10 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         from django.utils.html import format_html_join
 
         rows = MCPSession.objects.filter(oauth_client=obj.client_id, ended__isnull=True).select_related("user")[:50]
-        items = [(s.id[:12], s.user or "—", s.protocol_version, s.last_seen) for s in rows]
+        items = [(session_prefix(s.id), s.user or "—", s.protocol_version, s.last_seen) for s in rows]
         if not items:
             return str(_("none"))
-        return format_html_join("\n", "<div>{}… {} · {} · last seen {}</div>", items)
+        return format_html_join("\n", "<div>{} {} · {} · last seen {}</div>", items)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # clients register themselves (DCR, CIMD) or are added as DOT applications

@@ -48,9 +48,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     auth = user.get("AUTH", DEFAULTS["AUTH"])
     if auth not in ("none", "oauth"):
         errors.append(Error(f"DJANGO_MCP['AUTH'] must be 'none' or 'oauth', not {auth!r}.", id="django_mcp.E006"))
-    size = user.get("MAX_BODY_SIZE", DEFAULTS["MAX_BODY_SIZE"])
-    if not isinstance(size, int) or size <= 0:
-        errors.append(Error("DJANGO_MCP['MAX_BODY_SIZE'] must be a positive integer.", id="django_mcp.E007"))
+    for key in ("MAX_BODY_SIZE", "MAX_BATCH_SIZE"):
+        size = user.get(key, DEFAULTS[key])
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            errors.append(Error(f"DJANGO_MCP[{key!r}] must be a positive integer.", id="django_mcp.E007"))
     layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
     alias = user.get("CHANNEL_LAYER", DEFAULTS["CHANNEL_LAYER"])
     if alias not in layers:

@@ -64,6 +64,9 @@ DEFAULTS: dict[str, Any] = {
     "ALLOW_ANONYMOUS_REGISTRATION": True,
     # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
     "REQUIRE_AUDIENCE": True,
+    # -- Engine security (issue 9: batches) --
+    # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
+    "MAX_BATCH_SIZE": 100,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

@@ -59,7 +59,7 @@ class ModelResource:
     #: A DRF serializer class; when set it produces the JSON instead of ``fields``.
     serializer_class: type[Any] | None = None
     lookup_field: str = "pk"
-    #: RFC 6570 level 1 template; its variables are model field lookups. Default ``django://<app>/<model>/{pk}``.
+    #: RFC 6570 template (``{var}``); its variables are model field lookups. Default ``django://<app>/<model>/{pk}``.
     uri_template: str | None = None
     mime_type: str = "application/json"
     name: str | None = None
@@ -400,29 +400,6 @@ class ModelResourceTemplate(ResourceTemplate):
         self, ctx: Context, var: str, value: str, others: dict[str, str]
     ) -> tuple[list[str], int | None]:
         return await sync_to_async(self.resource.completions, thread_sensitive=True)(ctx, var, value, others)
-
-
-async def readable(server: MCPServer, uri: str, ex: Any) -> bool:
-    """False for an object URI of a ``ModelResource`` that ``ex``'s caller may not read (or that is absent).
-
-    Other URIs are left to their own rules. ``subscriptions/listen`` uses it so that
-    listening reveals no more than reading would.
-    """
-    from .access import visible
-
-    for tpl in server.templates.values():
-        if isinstance(tpl, ModelResourceTemplate):
-            variables = tpl.template.match(uri)
-            if variables is None:
-                continue
-            if not await visible(tpl, ex):
-                return False
-            try:
-                await tpl.ensure_exists(uri, variables, Context(ex))
-            except ResourceNotFound:
-                return False
-            return True
-    return True
 
 
 # -- resources/list: static resources, then every visible ModelResource's objects ---------

@@ -1,8 +1,9 @@
 """Static resources and resource templates at the protocol level.
 
 A resource is a URI whose contents a function produces (text, bytes, or content
-objects). A template (RFC 6570 level 1) matches a family of URIs and passes the
-variables to its function. The Django-model mapping builds on these.
+objects). A template (RFC 6570 ``{var}``, and ``{+var}`` for values spanning
+segments) matches a family of URIs and passes the decoded variables to its function.
+The Django-model mapping builds on these.
 """
 
 from __future__ import annotations

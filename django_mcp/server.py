@@ -470,11 +470,21 @@ async def _read_resource(server: MCPServer, params: dict[str, Any], ex: Exchange
     return {"contents": await res.read(uri, variables, Context(ex))}
 
 
-async def _subscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    uri = params["uri"]
+async def check_subscription(server: MCPServer, uri: str, ex: Exchange) -> None:
+    """``ResourceNotFound`` unless ``ex``'s caller may subscribe to ``uri``.
+
+    The one rule for ``resources/subscribe`` and ``subscriptions/listen``: the resource must be
+    one the caller could read (token scopes, Django permissions, ``check``; for a model object,
+    the object itself), so subscribing never reveals what reading would refuse.
+    """
     res, variables = await _find_resource(server, uri, ex)
     if isinstance(res, ModelResourceTemplate):
         await res.ensure_exists(uri, variables, Context(ex))
+
+
+async def _subscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    uri = params["uri"]
+    await check_subscription(server, uri, ex)
     await ex.subscribe(uri, True)
     return {}
 

@@ -26,10 +26,22 @@ class ListenFilter:
         self.meta = {SUBSCRIPTION_ID: request.id}
 
     async def restrict(self, server: Any, ex: Any) -> None:
-        """Drop resource subscriptions the caller may not read (model objects it cannot see)."""
-        from .model_resources import readable
+        """Drop resource subscriptions the caller could not make with ``resources/subscribe``.
 
-        self.uris = [u for u in self.uris if await readable(server, u, ex)]
+        Same check, same outcome: a resource the caller may not read (scope, permission,
+        ``check``, or a model object it cannot see) is left out of the acknowledgement.
+        """
+        from .exceptions import MCPError
+        from .server import check_subscription
+
+        kept: list[str] = []
+        for uri in self.uris:
+            try:
+                await check_subscription(server, uri, ex)
+            except MCPError:  # not found, or refused as a read would be
+                continue
+            kept.append(uri)
+        self.uris = kept
         if self.uris:
             self.honoured["resourceSubscriptions"] = self.uris
         else:

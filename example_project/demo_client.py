@@ -147,7 +147,8 @@ async def main(url: str, mode: str, sse: bool, oauth: bool) -> None:
             await client.call_tool("search_books", {"genre": "mystery", "available_only": True, "limit": 5}),
         )
         show("book_details(book_id=5)", await client.call_tool("book_details", {"book_id": 5}))
-        lent = await client.call_tool("lend_book", {"book_id": 5, "days": 7})  # no borrower: the server elicits
+        # A member borrows in their own name; signed in as the librarian, the server elicits a borrower instead.
+        lent = await client.call_tool("lend_book", {"book_id": 5, "days": 7})
         show("lend_book(book_id=5, days=7)", lent)
         if not lent.is_error and lent.structured_content:
             loan_id = lent.structured_content["id"]

@@ -48,6 +48,9 @@ def test_e006_bad_auth() -> None:
 
 def test_e007_bad_body_size() -> None:
     assert "django_mcp.E007" in ids(DJANGO_MCP={"MAX_BODY_SIZE": 0})
+    assert "django_mcp.E007" in ids(DJANGO_MCP={"MAX_BATCH_SIZE": 0})
+    assert "django_mcp.E007" in ids(DJANGO_MCP={"MAX_BATCH_SIZE": "100"})
+    assert "django_mcp.E007" not in ids(DJANGO_MCP={"MAX_BATCH_SIZE": 1})
 
 
 def test_e008_unknown_event_cache() -> None:

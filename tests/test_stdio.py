@@ -661,3 +661,28 @@ def test_sigterm_stops_at_once_and_ends_the_session(spawn: Any, env: dict[str, s
     assert proc.process.wait(10) == 0
     assert time.monotonic() - start < 4
     assert sessions(env, name) == [{"v": "2025-06-18", "ended": True, "init": False, "user": None}]
+
+
+def test_batch_cap(spawn: Any) -> None:
+    """Over MAX_BATCH_SIZE (100) a batch gets one -32600 error naming the limit and nothing in it runs."""
+    proc = spawn()
+    proc.initialize("2025-03-26")
+
+    def calls(n: int) -> list[dict[str, Any]]:
+        params = {"name": "record", "arguments": {"tag": "stdio-cap"}}
+        return [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params} for i in range(n)]
+
+    def recorded(rid: int) -> int:
+        reply = proc.request(rid, "tools/call", {"name": "recorded", "arguments": {"tag": "stdio-cap"}})
+        return int(json.loads(reply["result"]["content"][0]["text"])["result"])
+
+    proc.send(calls(101))
+    error = proc.recv()
+    assert isinstance(error, dict) and error["error"]["code"] == -32600
+    assert error["error"]["data"] == {"limit": "MAX_BATCH_SIZE", "max": 100, "received": 101}
+    assert recorded(1000) == 0
+    proc.send(calls(100))
+    batch = proc.recv()
+    assert isinstance(batch, list) and len(batch) == 100
+    assert recorded(1001) == 100
+    proc.close()

@@ -86,6 +86,22 @@ def loads(body: bytes | str) -> Any:
         raise ProtocolError(PARSE_ERROR, "Parse error: body is not valid JSON", str(exc)) from None
 
 
+def check_batch(items: list[Any], limit: int) -> None:
+    """Refuse a whole batch (-32600, nothing in it runs) when it holds more than ``limit`` messages.
+
+    One request body must not buy an unbounded amount of work ahead of other callers;
+    the error names the limit so a client can split its batch.
+    """
+    if not items:
+        raise ProtocolError(INVALID_REQUEST, "Invalid request: empty batch")
+    if len(items) > limit:
+        raise ProtocolError(
+            INVALID_REQUEST,
+            f"Invalid request: a batch holds at most {limit} messages (MAX_BATCH_SIZE), this one has {len(items)}",
+            {"limit": "MAX_BATCH_SIZE", "max": limit, "received": len(items)},
+        )
+
+
 def dumps(obj: Any) -> bytes:
     return pydantic_core.to_json(obj)
 

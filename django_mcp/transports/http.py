@@ -364,8 +364,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 raise HTTPError(
                     400, jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {session.revision}"
                 )
-            if not payload:
-                raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Invalid request: empty batch")
+            try:
+                jsonrpc.check_batch(payload, mcp_settings.MAX_BATCH_SIZE)
+            except ProtocolError as exc:
+                raise HTTPError(400, exc.code, exc.message, exc.data) from None
             await self.handle_batch(payload, session)
             return
         try:

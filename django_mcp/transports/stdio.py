@@ -417,8 +417,10 @@ class StdioTransport:
             err = ProtocolError(jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {revision}")
             await self.writer.write(jsonrpc.error_message(None, err))
             return
-        if not items:
-            await self.writer.write(jsonrpc.error_message(None, ProtocolError(jsonrpc.INVALID_REQUEST, "Empty batch")))
+        try:
+            jsonrpc.check_batch(items, mcp_settings.MAX_BATCH_SIZE)
+        except ProtocolError as exc:
+            await self.writer.write(jsonrpc.error_message(None, exc))
             return
         responses: list[dict[str, Any]] = []
         tasks: list[asyncio.Task[dict[str, Any] | None]] = []

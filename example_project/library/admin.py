@@ -26,7 +26,7 @@ class BookAdmin(admin.ModelAdmin):
 
 @admin.register(Loan)
 class LoanAdmin(admin.ModelAdmin):
-    list_display = ("book", "borrower", "lent", "due", "returned")
+    list_display = ("book", "borrower", "member", "lent", "due", "returned")
     list_filter = ("returned", "due")
     search_fields = ("book__title", "borrower")
     autocomplete_fields = ("book",)

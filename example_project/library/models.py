@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
@@ -63,8 +64,23 @@ class LoanQuerySet(models.QuerySet["Loan"]):
 
 
 class Loan(models.Model):
+    """A copy of a book out on loan.
+
+    ``member`` is the account the loan belongs to (a member borrowing for themselves);
+    loans made at the desk for someone without an account have none. Who may see or
+    end a loan follows from it: its member, or desk staff with the model permissions.
+    """
+
     book = models.ForeignKey(Book, on_delete=models.PROTECT, related_name="loans")
     borrower = models.CharField("borrower name", max_length=200)
+    member = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="loans",
+        help_text="The member account the loan belongs to; empty for a loan made at the desk.",
+    )
     lent = models.DateField(default=timezone.localdate)
     due = models.DateField("due date")
     returned = models.DateField("returned on", null=True, blank=True, help_text="Empty while the book is out.")
@@ -73,6 +89,7 @@ class Loan(models.Model):
 
     class Meta:
         ordering = ["-lent", "-id"]
+        permissions = [("lend_to_others", "Can lend books to other people (loan desk)")]
 
     def __str__(self) -> str:
         return f"{self.book.title} → {self.borrower}"

@@ -185,3 +185,33 @@ async def polled(ctx: Context) -> str:
 def whoami(ctx: Context) -> str:
     """The caller as the tool sees it."""
     return f"{ctx.user!s} authenticated={ctx.user.is_authenticated}"
+
+
+# -- engine security: the batch cap and URI template values ---------------------------------------
+
+_recorded: list[str] = []
+
+
+@site.tool
+async def record(tag: str) -> str:
+    """Remember that it ran (the batch-cap test counts how many calls of a batch ran)."""
+    _recorded.append(tag)
+    return tag
+
+
+@site.tool
+async def recorded(tag: str) -> int:
+    """How many ``record`` calls with this tag ran in this server process."""
+    return _recorded.count(tag)
+
+
+@site.resource("sec://echo/{name}", mime_type="text/plain")
+def sec_echo(name: str) -> str:
+    """Echoes the decoded ``{name}`` value (a simple variable: one path segment)."""
+    return f"name={name}"
+
+
+@site.resource("sec://files/{+path}", mime_type="text/plain")
+def sec_files(path: str) -> str:
+    """Echoes the decoded ``{+path}`` value (reserved expansion: may span segments)."""
+    return f"path={path}"

@@ -1,11 +1,14 @@
 """Library model resources exposed over MCP (ModelResource).
 
 Authors and books are the public catalogue: anyone connected may read them.
-Loans name borrowers, so they keep the default rule: only users with the
-``library.view_loan`` permission see them.
+Loans name borrowers: library staff (``library.view_loan``) read every loan, a
+member (``library.add_loan``) only their own, anyone else none (the template is
+not even listed for them).
 """
 
-from django.db.models import Model
+from typing import Any
+
+from django.db.models import Model, QuerySet
 
 from django_mcp import Context, ModelResource, site
 
@@ -40,8 +43,22 @@ class BookResource(PublicCatalogue):
 
 @site.register
 class LoanResource(ModelResource):
-    """django://library/loan/{pk}: who borrowed which book, readable with ``library.view_loan``."""
+    """django://library/loan/{pk}: who borrowed which book; staff read all loans, members their own."""
 
     model = Loan
+    fields = ["book", "borrower", "lent", "due", "returned"]  # not ``member``: an account id is not for clients
     select_related = ["book__author"]
     search_fields = ["borrower", "book__title"]
+
+    def has_permission(self, ctx: Context, obj: Model | None = None) -> bool:
+        user: Any = ctx.user
+        return bool(user.has_perm("library.view_loan") or user.has_perm("library.add_loan"))
+
+    def get_queryset(self, ctx: Context) -> QuerySet[Any]:
+        """Per-object rule: without ``library.view_loan`` only the caller's own loans exist (reads, lists,
+        completions and subscriptions all start here)."""
+        user: Any = ctx.user
+        loans = super().get_queryset(ctx)
+        if user.has_perm("library.view_loan"):
+            return loans
+        return loans.filter(member=user) if user.is_authenticated else loans.none()

@@ -3,10 +3,24 @@
 Sync tools run in a worker thread (``sync_to_async``), so they use the ORM as usual;
 async tools use the async ORM API (``afirst``, ``acount``...) or wrap sync code in
 ``sync_to_async``. Nothing here blocks the event loop.
+
+Who may do what (copy this pattern, not just the tools):
+
+- The catalogue (search_books, book_details, library_stats) is open to every signed-in caller.
+  Loans name people: book_details lists every active loan only to holders of ``library.view_loan``
+  (desk staff), and to anyone else only their own.
+- ``lend_book`` needs ``library.add_loan`` (members): a member borrows in their own name. Lending
+  to somebody else is a desk operation: ``library.lend_to_others``.
+- ``return_book`` needs ``library.add_loan`` or ``library.change_loan``, and then the loan itself:
+  a member ends only their own loans; ``library.change_loan`` (desk staff) ends any. A loan the
+  caller may not touch gets the same answer as a loan that does not exist.
+
+Declared permissions hide a tool from callers without them (tools/list) and refuse the call;
+object checks run inside the tool, where the object is known.
 """
 
 import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import transaction
@@ -17,7 +31,7 @@ from pydantic import BaseModel, Field
 from django_mcp import Context, Message, ToolError, site, user
 from django_mcp.exceptions import ResourceNotFound
 
-from ..models import Author, Book, Loan
+from ..models import Author, Book, Loan, LoanQuerySet
 
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 
@@ -118,6 +132,29 @@ def _stats() -> LibraryStats:
     )
 
 
+def _visible_loans(caller: Any) -> LoanQuerySet:
+    """The loans ``caller`` may see: all of them with ``library.view_loan``, else only their own."""
+    loans = Loan.objects.all()
+    if caller.has_perm("library.view_loan"):
+        return loans
+    if not caller.is_authenticated:
+        return loans.none()
+    return loans.filter(member=caller)
+
+
+def _may_end(caller: Any, loan: Loan) -> bool:
+    """Desk staff (``library.change_loan``) end any loan; a member only a loan of their own."""
+    if caller.has_perm("library.change_loan"):
+        return True
+    return caller.has_perm("library.add_loan") and loan.member_id is not None and loan.member_id == caller.pk
+
+
+def _can_return(ctx: Context) -> bool:
+    """Who sees return_book at all: members and desk staff (the loan itself is checked in the tool)."""
+    caller: Any = ctx.user
+    return bool(caller.has_perm("library.add_loan") or caller.has_perm("library.change_loan"))
+
+
 async def _book_changed(book_id: int) -> None:
     """Tell clients subscribed to the book's resource, or to the totals, that they changed."""
     await site.notify_resource_updated(book_uri(book_id))
@@ -153,8 +190,10 @@ def search_books(
 
 
 @site.tool(title="Book details", annotations=READ_ONLY)
-def book_details(book_id: int) -> BookDetails:
-    """Everything about one book: ISBN, summary, author and who has it on loan.
+def book_details(ctx: Context, book_id: int) -> BookDetails:
+    """Everything about one book: ISBN, summary, author and its active loans you may see.
+
+    Library staff (``library.view_loan``) see every active loan of the book; members see their own.
 
     Args:
         book_id: the book's id, as returned by search_books
@@ -162,7 +201,7 @@ def book_details(book_id: int) -> BookDetails:
     book = Book.objects.select_related("author").filter(pk=book_id).first()
     if book is None:
         raise ToolError(f"There is no book with id {book_id}. Use search_books to find ids.")
-    loans = Loan.objects.active().filter(book=book).select_related("book")
+    loans = _visible_loans(ctx.user).active().filter(book=book).select_related("book")
     return BookDetails(
         **_summary(book).model_dump(),
         isbn=book.isbn,
@@ -172,7 +211,7 @@ def book_details(book_id: int) -> BookDetails:
     )
 
 
-def _lend(book_id: int, borrower: str, days: int) -> Loan:
+def _lend(book_id: int, borrower: str, member: Any, days: int) -> Loan:
     with transaction.atomic():
         # A conditional UPDATE: two concurrent loans can never take the last copy twice.
         if not Book.objects.filter(pk=book_id, available_copies__gt=0).update(
@@ -180,26 +219,38 @@ def _lend(book_id: int, borrower: str, days: int) -> Loan:
         ):
             raise ToolError("No copy of that book is on the shelf any more.")
         today = timezone.localdate()
-        loan = Loan.objects.create(book_id=book_id, borrower=borrower, lent=today, due=today + datetime.timedelta(days))
+        loan = Loan.objects.create(
+            book_id=book_id, borrower=borrower, member=member, lent=today, due=today + datetime.timedelta(days)
+        )
     return Loan.objects.select_related("book").get(pk=loan.pk)
 
 
-@site.tool(title="Lend a book", annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False})
+@site.tool(
+    title="Lend a book",
+    annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
+    permissions=["library.add_loan"],
+)
 async def lend_book(
     ctx: Context,
     book_id: int,
     borrower: str | None = None,
     days: Annotated[int, Field(ge=1, le=60)] = 14,
 ) -> LoanOut:
-    """Lend a copy of a book to someone; it is due back after `days` days.
+    """Lend a copy of a book; it is due back after `days` days.
 
-    Without a borrower the tool asks the user for one (elicitation), when the client supports it.
+    A member borrows in their own name. Library staff (``library.lend_to_others``) lend to anyone:
+    without a borrower the tool asks the user for one (elicitation), when the client supports it.
 
     Args:
         book_id: the book to lend
-        borrower: the borrower's full name
+        borrower: the borrower's full name (library staff only; members borrow for themselves)
         days: length of the loan in days
     """
+    caller: Any = ctx.user
+    desk = await sync_to_async(caller.has_perm)("library.lend_to_others")
+    own_name = caller.get_full_name() or caller.get_username()
+    if borrower and not desk and borrower != own_name:
+        raise ToolError("Only library staff lend books to other people; leave out the borrower to borrow it yourself.")
     # Everything before ctx.elicit() only reads: in the stateless (2026-07-28) era the client answers the
     # elicitation by calling the tool again, and this code runs a second time.
     book = await Book.objects.filter(pk=book_id).afirst()
@@ -207,14 +258,17 @@ async def lend_book(
         raise ToolError(f"There is no book with id {book_id}. Use search_books to find ids.")
     if book.available_copies < 1:
         raise ToolError(f"All copies of {book.title!r} are lent out.")
-    if not borrower:
+    if not desk:
+        borrower = own_name
+    elif not borrower:
         if "elicitation" not in ctx.client_capabilities:
             raise ToolError("Who is borrowing the book? Call lend_book again with the borrower's name.")
         answer = await ctx.elicit(f"Who is borrowing {book.title!r}?", Borrower)
         if answer.action != "accept" or not answer.content:
             raise ToolError(f"Nothing lent: the user chose to {answer.action} the question.")
         borrower = Borrower.model_validate(answer.content).name
-    loan = await sync_to_async(_lend)(book_id, borrower, days)
+    member = caller if borrower == own_name else None  # a loan at the desk for a walk-in has no member
+    loan = await sync_to_async(_lend)(book_id, borrower, member, days)
     await ctx.info(f"Lent {loan.book.title!r} to {loan.borrower}, due {loan.due.isoformat()}", logger="library")
     await _book_changed(book_id)
     return _loan_out(loan)
@@ -223,16 +277,19 @@ async def lend_book(
 @site.tool(
     title="Return a book",
     annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+    check=_can_return,
 )
-def return_book(loan_id: int) -> LoanOut:
+def return_book(ctx: Context, loan_id: int) -> LoanOut:
     """Record that a lent book came back; its copy goes back on the shelf.
+
+    Members return their own loans; library staff (``library.change_loan``) any loan.
 
     Args:
         loan_id: the loan's id, as returned by lend_book or book_details
     """
     with transaction.atomic():
         loan = Loan.objects.select_for_update().select_related("book").filter(pk=loan_id).first()
-        if loan is None:
+        if loan is None or not _may_end(ctx.user, loan):  # someone else's loan: as if it did not exist
             raise ToolError(f"There is no loan with id {loan_id}.")
         if loan.returned is not None:
             raise ToolError(f"Loan {loan_id} was already returned on {loan.returned.isoformat()}.")
@@ -246,7 +303,10 @@ def return_book(loan_id: int) -> LoanOut:
 
 @site.tool(title="Library statistics", annotations=READ_ONLY)
 def library_stats() -> LibraryStats:
-    """Totals: authors, books, copies on the shelf, loans out and overdue, books per genre."""
+    """Totals: authors, books, copies on the shelf, loans out and overdue, books per genre.
+
+    Open to every caller on purpose: counts only, no borrower.
+    """
     return _stats()
 
 

@@ -1,4 +1,9 @@
-"""``manage.py demo_setup``: the demo reader account, and how to connect (``make demo`` runs it)."""
+"""``manage.py demo_setup``: the demo accounts, and how to connect (``make demo`` runs it).
+
+Two roles, each with exactly the model permissions its tools need: ``reader`` is a member
+(borrows and returns their own books), ``librarian`` is desk staff (sees every loan, lends
+to anyone, takes any book back).
+"""
 
 from __future__ import annotations
 
@@ -10,26 +15,41 @@ from django.core.management.base import BaseCommand
 
 USERNAME = "reader"
 PASSWORD = "library-demo"  # a demo on loopback only; never reuse
+STAFF_USERNAME = "librarian"
+STAFF_PASSWORD = "library-desk"  # a demo on loopback only; never reuse
 ENDPOINT = "http://127.0.0.1:8000/mcp/"
+#: Permissions of each demo account ("<app_label>.<codename>").
+MEMBER_PERMISSIONS = ["library.add_loan"]
+STAFF_PERMISSIONS = ["library.add_loan", "library.view_loan", "library.change_loan", "library.lend_to_others"]
+
+
+def account(username: str, password: str, permissions: list[str]) -> Any:
+    """Create or reset a demo account with exactly ``permissions``."""
+    from django.contrib.auth.models import Permission
+
+    users = get_user_model()
+    user = users.objects.filter(username=username).first() or users.objects.create_user(username)
+    user.set_password(password)
+    user.save()
+    codenames = [p.split(".", 1)[1] for p in permissions]
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="library", codename__in=codenames))
+    return user
 
 
 class Command(BaseCommand):
-    help = "Create the demo user (reader / library-demo) and print how to connect an MCP client."
+    help = "Create the demo users (reader, librarian) and print how to connect an MCP client."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        users = get_user_model()
-        user = users.objects.filter(username=USERNAME).first()
-        if user is None:
-            user = users.objects.create_user(USERNAME, password=PASSWORD)
-        user.set_password(PASSWORD)
-        user.save()
-        out = []
+        account(USERNAME, PASSWORD, MEMBER_PERMISSIONS)
+        account(STAFF_USERNAME, STAFF_PASSWORD, STAFF_PERMISSIONS)
+        out: list[str] = []
         call_command("mcp_token", "--user", USERNAME, "--resource", ENDPOINT, "--expires", "12h", stdout=_Lines(out))
         token = out[0].strip()
         self.stdout.write(
             f"""
 MCP endpoint  {ENDPOINT}   (OAuth 2.1: the client registers itself, you sign in and consent)
-Demo user     {USERNAME} / {PASSWORD}
+Demo users    {USERNAME} / {PASSWORD}   (a member: borrows and returns their own books)
+              {STAFF_USERNAME} / {STAFF_PASSWORD}   (loan desk: sees every loan, lends to anyone)
 Admin         http://127.0.0.1:8000/admin/  (manage.py createsuperuser first) -> MCP clients
 
 Connect:

@@ -1,0 +1,188 @@
+"""The example library's permissions and object checks, through the shipped project (issue 9, §1 item 11).
+
+A real daphne serves ``example_project`` exactly as ``make demo`` does (OAuth on, its demo
+data, ``demo_setup``'s accounts). Each caller holds a real OAuth access token for their own
+user, minted by ``mcp_token`` for two OAuth clients; the official SDK client calls the tools.
+
+Accounts: ``reader`` and ``member2`` are members (``library.add_loan``), ``librarian`` is desk
+staff (``demo_setup``'s permissions), ``visitor`` holds no permission. The demo data has one
+desk loan of book 6 to "Maria Lopez" (loan 1) and one of book 3 to "Jun Park" (loan 3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.oauth.kit import OAuthServer, start_example_server, stop_oauth_server
+
+USERS = """
+from django.contrib.auth.models import Permission, User
+from oauth2_provider.models import Application
+member2 = User.objects.create_user("member2", password="pw-member2-123")
+member2.user_permissions.add(Permission.objects.get(codename="add_loan"))
+User.objects.create_user("visitor", password="pw-visitor-123")
+for name in ("desk app", "phone app"):
+    Application.objects.create(name=name, client_type="public", authorization_grant_type="authorization-code",
+        redirect_uris="http://127.0.0.1:9/callback")
+"""
+
+#: Caller -> the OAuth client its token was issued to (two clients in play).
+CALLERS = {"reader": "phone app", "member2": "desk app", "librarian": "desk app", "visitor": "phone app"}
+
+MINT = """
+import io
+from django.core.management import call_command
+for user, app in {callers!r}.items():
+    out = io.StringIO()
+    call_command("mcp_token", user=user, application=app, resource=[{url!r}], stdout=out)
+    print(user, out.getvalue().strip())
+"""
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[OAuthServer, dict[str, str]]]:
+    tmp = tmp_path_factory.mktemp("example")
+    server = start_example_server(tmp)
+    try:
+        server.live.manage("loaddata", "demo")
+        server.shell(USERS)
+        out = server.live.manage("shell", "-c", MINT.format(callers=CALLERS, url=server.url)).strip().splitlines()
+        tokens = dict(line.split(" ", 1) for line in out[-len(CALLERS) :])
+        assert set(tokens) == set(CALLERS)
+        yield server, tokens
+    finally:
+        stop_oauth_server(server)
+    log = (tmp / "daphne.log").read_text(errors="replace")
+    assert "Traceback" not in log and " 500 " not in log, log
+
+
+@asynccontextmanager
+async def connect(example: tuple[OAuthServer, dict[str, str]], who: str) -> AsyncIterator[Client]:
+    server, tokens = example
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens[who]}"})
+    async with Client(
+        streamable_http_client(server.url, http_client=http), mode="legacy", read_timeout_seconds=30
+    ) as c:
+        yield c
+
+
+async def call(c: Client, tool: str, **arguments: Any) -> tuple[bool, Any]:
+    """(is_error, structured content or the error text)."""
+    result = await c.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text  # type: ignore[union-attr]
+    return False, result.structured_content
+
+
+async def active_loan(example: tuple[OAuthServer, dict[str, str]], loan_id: int) -> bool:
+    """Whether the loan is still out, as desk staff read it (``library.view_loan``)."""
+    async with connect(example, "librarian") as desk:
+        text = (await desk.read_resource(f"django://library/loan/{loan_id}")).contents[0].text  # type: ignore[union-attr]
+    return json.loads(text)["returned"] is None
+
+
+async def test_tools_each_role_sees(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    seen = {}
+    for who in ("visitor", "reader", "librarian"):
+        async with connect(example, who) as c:
+            seen[who] = {t.name for t in (await c.list_tools()).tools}
+    catalogue = {"search_books", "book_details", "library_stats"}
+    assert catalogue <= seen["visitor"] and not {"lend_book", "return_book"} & seen["visitor"]
+    assert {"lend_book", "return_book"} <= seen["reader"] and {"lend_book", "return_book"} <= seen["librarian"]
+    # Writing authors is the DRF API's DjangoModelPermissions: no demo account holds library.add_author.
+    assert all("api_author_create" not in names and "api_author_list" in names for names in seen.values())
+    async with connect(example, "visitor") as c:
+        for tool, args in (("lend_book", {"book_id": 1}), ("return_book", {"loan_id": 1})):
+            with pytest.raises(MCPError):  # refused like an unknown tool
+                await c.call_tool(tool, args)
+    assert await active_loan(example, 1)
+
+
+async def test_lend_book_members_borrow_for_themselves(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    async with connect(example, "reader") as reader:
+        failed, text = await call(reader, "lend_book", book_id=1, borrower="Maria Lopez")
+        assert failed and "library staff" in text
+        failed, loan = await call(reader, "lend_book", book_id=1, days=7)
+        assert not failed and loan["borrower"] == "reader"
+    async with connect(example, "librarian") as desk:
+        failed, walk_in = await call(desk, "lend_book", book_id=1, borrower="Ada Walk-In")
+        assert not failed and walk_in["borrower"] == "Ada Walk-In"
+    members = ", ".join(f"getattr(Loan.objects.get(pk={x['id']}).member, 'username', None)" for x in (loan, walk_in))
+    owners = example[0].shell(f"import json; from library.models import Loan; print(json.dumps([{members}]))")
+    assert json.loads(owners) == ["reader", None]
+
+
+async def test_return_book_only_own_loans(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    async with connect(example, "reader") as reader:
+        failed, loan = await call(reader, "lend_book", book_id=8)
+        assert not failed
+    async with connect(example, "member2") as other:
+        for loan_id in (loan["id"], 3, 999_999):  # another member's loan, a desk loan, no loan: one answer
+            failed, text = await call(other, "return_book", loan_id=loan_id)
+            assert failed and text == f"There is no loan with id {loan_id}."
+    assert await active_loan(example, loan["id"]) and await active_loan(example, 3)
+    async with connect(example, "reader") as reader:
+        failed, back = await call(reader, "return_book", loan_id=loan["id"])
+        assert not failed and back["returned"] is not None
+        failed, text = await call(reader, "return_book", loan_id=3)  # Jun Park's desk loan
+        assert failed and text == "There is no loan with id 3."
+    async with connect(example, "member2") as other:
+        failed, mine = await call(other, "lend_book", book_id=10)
+        assert not failed
+    async with connect(example, "librarian") as desk:  # desk staff take any book back
+        failed, back = await call(desk, "return_book", loan_id=mine["id"])
+        assert not failed and back["returned"] is not None
+
+
+async def test_book_details_borrowers(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    async with connect(example, "member2") as other:
+        failed, _loan = await call(other, "lend_book", book_id=5)
+        assert not failed
+    async with connect(example, "reader") as reader:
+        failed, _own = await call(reader, "lend_book", book_id=5)
+        assert not failed
+        failed, details = await call(reader, "book_details", book_id=5)
+        assert not failed and [x["borrower"] for x in details["active_loans"]] == ["reader"]
+        failed, details = await call(reader, "book_details", book_id=6)
+        assert not failed and details["active_loans"] == []  # Maria Lopez's loan is not his to see
+    async with connect(example, "visitor") as visitor:
+        failed, details = await call(visitor, "book_details", book_id=6)
+        assert not failed and details["active_loans"] == [] and "Maria" not in json.dumps(details)
+    async with connect(example, "librarian") as desk:
+        failed, details = await call(desk, "book_details", book_id=5)
+        assert not failed and sorted(x["borrower"] for x in details["active_loans"]) == ["member2", "reader"]
+        failed, details = await call(desk, "book_details", book_id=6)
+        assert [x["borrower"] for x in details["active_loans"]] == ["Maria Lopez"]
+
+
+async def test_loan_resources(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    async with connect(example, "reader") as reader:
+        failed, loan = await call(reader, "lend_book", book_id=11)
+        assert not failed
+        own = f"django://library/loan/{loan['id']}"
+        text = (await reader.read_resource(own)).contents[0].text  # type: ignore[union-attr]
+        assert json.loads(text)["borrower"] == "reader" and "member" not in json.loads(text)
+        with pytest.raises(MCPError):
+            await reader.read_resource("django://library/loan/1")  # Maria Lopez's
+        listed = {str(r.uri) for r in (await reader.list_resources()).resources}
+        assert own in listed and "django://library/loan/1" not in listed
+    async with connect(example, "member2") as other:
+        with pytest.raises(MCPError):
+            await other.read_resource(own)
+    async with connect(example, "visitor") as visitor:
+        templates = {t.uri_template for t in (await visitor.list_resource_templates()).resource_templates}
+        assert "django://library/loan/{pk}" not in templates
+        with pytest.raises(MCPError):
+            await visitor.read_resource(own)
+    async with connect(example, "librarian") as desk:
+        text = (await desk.read_resource("django://library/loan/1")).contents[0].text  # type: ignore[union-attr]
+        assert json.loads(text)["borrower"] == "Maria Lopez"
