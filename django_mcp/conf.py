@@ -64,6 +64,16 @@ DEFAULTS: dict[str, Any] = {
     "ALLOW_ANONYMOUS_REGISTRATION": True,
     # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
     "REQUIRE_AUDIENCE": True,
+    # -- Operations: shutdown, cleanup, health --
+    # Seconds calls in flight get to finish after SIGTERM before they answer a retryable error.
+    "SHUTDOWN_GRACE": 20,
+    # Per-worker session cache: most entries kept, and seconds an unused entry stays (reloaded from the DB after).
+    "SESSION_CACHE_SIZE": 10000,
+    "SESSION_CACHE_MAX_AGE": 900,
+    # Seconds mcp_cleanup keeps ended sessions (visible in the admin) before deleting them.
+    "SESSION_RETENTION": 86400,
+    # Seconds each backend check of the health endpoint may take before it counts as down.
+    "HEALTH_TIMEOUT": 2,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

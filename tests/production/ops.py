@@ -1,0 +1,83 @@
+"""Helpers of the operations tests: uvicorn workers beside conftest's daphne ones, a small MCP client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.conftest import ROOT, LiveServer, _reachable, free_port, need_service
+
+ACCEPT = "application/json, text/event-stream"
+REVISION = "2025-11-25"
+
+
+def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = True) -> LiveServer:
+    """``tests.asgi`` in a real uvicorn process (the same contract as conftest's ``start_server``)."""
+    if env["MCP_TEST_DB"] == "postgres":
+        need_service("PostgreSQL", 5432)
+    if env["MCP_TEST_LAYER"] == "redis":
+        need_service("Redis", 6379)
+    if migrate:
+        subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
+    port = free_port()
+    handle = log.open("wb")
+    cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen([*cmd, *flags], env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited early:\n{log.read_text()}")
+        if _reachable(port):
+            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"uvicorn did not start:\n{log.read_text()}")
+
+
+def initialize(http: httpx.Client, url: str) -> str:
+    params = {"protocolVersion": REVISION, "capabilities": {}, "clientInfo": {"name": "ops", "version": "1"}}
+    r = http.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params},
+        headers={"accept": ACCEPT},
+    )
+    assert r.status_code == 200, r.text
+    sid = r.headers["mcp-session-id"]
+    r = http.post(
+        url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers=session_headers(sid),
+    )
+    assert r.status_code == 202, r.text
+    return sid
+
+
+def session_headers(sid: str) -> dict[str, str]:
+    return {"accept": ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": REVISION}
+
+
+def call(name: str, rid: Any, progress: bool = False, **arguments: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if progress:
+        params["_meta"] = {"progressToken": f"p{rid}"}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def sse_messages(text: str) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE body (priming events without data skipped)."""
+    out = []
+    for block in text.split("\n\n"):
+        data = "".join(line[5:].strip() for line in block.splitlines() if line.startswith("data:"))
+        if data:
+            out.append(json.loads(data))
+    return out
+
+
+def health(server: LiveServer) -> httpx.Response:
+    return httpx.get(f"{server.base}/mcp/health", timeout=10)

@@ -1,0 +1,19 @@
+"""tests.settings plus the operations settings (shutdown grace, session cache bounds) from the environment."""
+
+import os
+
+from tests.settings import *  # noqa: F403
+from tests.settings import DJANGO_MCP
+
+DJANGO_MCP = {
+    **DJANGO_MCP,
+    "SHUTDOWN_GRACE": float(os.environ.get("MCP_SHUTDOWN_GRACE", "20")),
+    "SESSION_CACHE_SIZE": int(os.environ.get("MCP_SESSION_CACHE_SIZE", "10000")),
+    "SESSION_CACHE_MAX_AGE": float(os.environ.get("MCP_SESSION_CACHE_MAX_AGE", "900")),
+}
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "loggers": {"django_mcp": {"handlers": ["stderr"], "level": "INFO"}},
+}
