@@ -138,6 +138,7 @@ class Drain:
             while engine.running and time.monotonic() < until:
                 await asyncio.sleep(0.02)
         await asyncio.sleep(0.1)  # let the last answers reach the sockets
+        logger.info("django_mcp: drained; handing over to the server")
         self._chain(signum, None)
 
     def reset(self) -> None:

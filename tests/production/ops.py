@@ -81,3 +81,35 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 
 def health(server: LiveServer) -> httpx.Response:
     return httpx.get(f"{server.base}/mcp/health", timeout=10)
+
+
+class OwnRedis:
+    """A Redis server of the test's own, on a free port, that the test may stop and start."""
+
+    def __init__(self, tmp: Path) -> None:
+        import shutil
+
+        if shutil.which("redis-server") is None:
+            need_service("redis-server binary", -1)
+        self.port = free_port()
+        self.tmp = tmp
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(cmd, cwd=self.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not _reachable(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None

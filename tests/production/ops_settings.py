@@ -14,6 +14,7 @@ DJANGO_MCP = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_mcp": {"handlers": ["stderr"], "level": "INFO"}},
+    "formatters": {"t": {"format": "%(asctime)s %(name)s %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "t"}},
+    "loggers": {"django_mcp": {"handlers": ["stderr"], "level": "INFO", "propagate": False}},
 }
