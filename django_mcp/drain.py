@@ -6,8 +6,9 @@ cancelled call then ended in an empty ``202``. Instead, the first SIGTERM starts
 draining: new requests and GET streams get ``503`` with ``Retry-After`` and
 ``Connection: close``, open GET streams end (the client reconnects elsewhere with
 ``Last-Event-ID``), calls in flight get up to ``SHUTDOWN_GRACE`` seconds to finish,
-and whatever still runs then is cancelled and answers a retryable error. Only then
-is the server's own handler called, so the server stops as it always did. A second
+and whatever still runs then is cancelled and answers a retryable error (except a
+sync tool, whose thread cannot be stopped: it keeps its real answer). Only then is
+the server's own handler called, so the server stops as it always did. A second
 SIGTERM goes straight to the server's handler.
 
 The handler is chained in front of the server's on the first request (servers install
@@ -38,6 +39,14 @@ RETRY_AFTER = 1
 HEADERS: list[tuple[bytes, bytes]] = [(b"retry-after", str(RETRY_AFTER).encode()), (b"connection", b"close")]
 #: How long cancelled calls get to write their retryable error before the server stops.
 _ANSWER_WINDOW = 2.0
+
+
+def _sync_tool(exchange: Any) -> bool:
+    """Whether a call in flight runs a sync tool (in a thread, which cancelling the task does not stop)."""
+    if exchange.method != "tools/call":
+        return False
+    tool = exchange.server.tools.get(exchange.params.get("name", ""))
+    return tool is not None and not tool.is_async
 
 
 def shutdown_error(request_id: Any = None) -> dict[str, Any]:
@@ -129,14 +138,21 @@ class Drain:
         deadline = self.since + float(mcp_settings.SHUTDOWN_GRACE)
         while engine.running and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        left = list(engine.running)
+        left = [task for task, ex in engine.running.items() if not _sync_tool(ex)]
         if left:
             logger.warning("django_mcp: %d calls outlived SHUTDOWN_GRACE; answering them retryable", len(left))
             for task in left:
                 task.cancel()
             until = time.monotonic() + _ANSWER_WINDOW
-            while engine.running and time.monotonic() < until:
+            while any(task in engine.running for task in left) and time.monotonic() < until:
                 await asyncio.sleep(0.02)
+        if engine.running:
+            # A sync tool cannot be stopped: its thread runs on (and the process waits for it at exit
+            # anyway). Answering "not completed" while it may still commit would invite a duplicate,
+            # so it keeps its real answer; the process manager's kill timeout is the bound.
+            logger.warning("django_mcp: waiting for %d sync tool calls past SHUTDOWN_GRACE", len(engine.running))
+            while engine.running:
+                await asyncio.sleep(0.05)
         await asyncio.sleep(0.1)  # let the last answers reach the sockets
         logger.info("django_mcp: drained; handing over to the server")
         self._chain(signum, None)

@@ -3,7 +3,9 @@
 import os
 
 from tests.settings import *  # noqa: F403
-from tests.settings import DJANGO_MCP
+from tests.settings import DJANGO_MCP, INSTALLED_APPS
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.production.opsapp"]
 
 DJANGO_MCP = {
     **DJANGO_MCP,
