@@ -113,3 +113,50 @@ class OwnRedis:
             self.process.terminate()
             self.process.wait(10)
         self.process = None
+
+
+class OwnPostgres:
+    """A PostgreSQL 15 cluster of the test's own (initdb in a temp dir, run as ``postgres``) that it may stop."""
+
+    BIN = Path("/usr/lib/postgresql/15/bin")
+
+    def __init__(self) -> None:
+        import os
+        import shutil
+        import tempfile
+
+        if not (self.BIN / "initdb").exists() or shutil.which("runuser") is None:
+            need_service("PostgreSQL 15 binaries", -1)
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="mcp-ops-pg-"))
+        shutil.chown(self.dir, "postgres", "postgres")
+        os.chmod(self.dir, 0o700)
+        self._as_postgres(str(self.BIN / "initdb"), "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres")
+
+    def _as_postgres(self, *cmd: str) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if __import__("os").geteuid() == 0 else []
+        subprocess.run([*prefix, *cmd], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._as_postgres(
+            str(self.BIN / "pg_ctl"),
+            "-D",
+            str(self.dir / "data"),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
+        )
+
+    def stop(self) -> None:
+        self._as_postgres(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
+
+    def remove(self) -> None:
+        import shutil
+
+        with __import__("contextlib").suppress(Exception):
+            self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -13,6 +13,8 @@ DJANGO_MCP = {
     "SESSION_CACHE_SIZE": int(os.environ.get("MCP_SESSION_CACHE_SIZE", "10000")),
     "SESSION_CACHE_MAX_AGE": float(os.environ.get("MCP_SESSION_CACHE_MAX_AGE", "900")),
 }
+if "MCP_PG_PORT" in os.environ:  # a PostgreSQL cluster of the test's own
+    DATABASES["default"]["PORT"] = os.environ["MCP_PG_PORT"]  # noqa: F405
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -19,7 +19,7 @@ import httpx
 from django_mcp.lru import LRU
 from tests.conftest import LiveServer, server_env, start_server
 
-from .ops import ACCEPT, REVISION, OwnRedis, health, session_headers
+from .ops import ACCEPT, REVISION, OwnPostgres, OwnRedis, health, session_headers
 
 SESSIONS = 2000
 CACHE_SIZE = 1500
@@ -163,6 +163,42 @@ def test_health_follows_the_channel_layer(tmp_path: Path) -> None:
     finally:
         server.stop()
         redis.stop()
+
+
+def test_health_follows_the_database(tmp_path: Path) -> None:
+    pg = OwnPostgres()
+    try:
+        pg.start()
+        env = server_env(
+            tmp_path,
+            db="postgres",
+            settings="tests.production.ops_settings",
+            MCP_PG_NAME="postgres",
+            MCP_PG_PORT=str(pg.port),
+        )
+        server = start_server(env, tmp_path / "server.log")
+        try:
+            assert health(server).json()["checks"]["database"] == "ok"
+            pg.stop()
+            started = time.monotonic()
+            down = health(server)
+            took = time.monotonic() - started
+            assert down.status_code == 503 and down.headers["retry-after"] == "1", down.text
+            assert down.json()["status"] == "unavailable" and down.json()["checks"]["database"] == "down"
+            assert took < 2 + 1.5, f"the probe took {took:.1f}s with PostgreSQL down"
+            pg.start()
+            started = time.monotonic()
+            while health(server).status_code != 200 and time.monotonic() - started < 10:
+                time.sleep(0.1)
+            recovered = time.monotonic() - started
+            assert health(server).json()["status"] == "ok"
+            assert recovered < 2, f"healthy again {recovered:.1f}s after PostgreSQL came back"
+            assert " 500 " not in server.log.read_text(errors="replace")
+            print(f"health: down in {took:.2f}s, ok again {recovered:.2f}s after PostgreSQL restarted")
+        finally:
+            server.stop()
+    finally:
+        pg.remove()
 
 
 class _Entry:
