@@ -4,7 +4,7 @@ Every call in flight either finishes within ``SHUTDOWN_GRACE`` or gets an error 
 can retry: HTTP 503 with ``Retry-After`` when nothing was sent yet, a JSON-RPC error
 event (``data.retryable``) on an SSE response that had started. Never an empty 202,
 never a 500. Meanwhile new requests get 503, the health probe says "draining", open
-GET streams end at once, a client's own cancellation still gets no response, and the
+GET and ``subscriptions/listen`` streams end at once, a client's own cancellation still gets no response, and the
 process exits within the grace plus a bound. A sync tool still running at the end of
 the grace keeps its real answer: its thread cannot be stopped, so "retry" would be
 a lie that invites a duplicate.
@@ -56,6 +56,37 @@ def _get_stream(url: str, sid: str, out: Outcome, opened: threading.Event) -> No
         with httpx.Client(timeout=httpx.Timeout(60)) as client:
             headers = {**session_headers(sid), "accept": "text/event-stream"}
             with client.stream("GET", url, headers=headers) as r:
+                out.status = r.status_code
+                opened.set()
+                for _ in r.iter_bytes():
+                    pass
+    except httpx.HTTPError as exc:
+        out.failure = repr(exc)
+    opened.set()
+    out.ended_at = time.monotonic()
+
+
+def _listen_stream(url: str, out: Outcome, opened: threading.Event) -> None:
+    """A 2026-07-28 ``subscriptions/listen`` stream, held until the server ends it."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "ops", "version": "1"},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": "sub",
+        "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"toolsListChanged": True}},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "subscriptions/listen",
+    }
+    try:
+        with httpx.Client(timeout=httpx.Timeout(60)) as client:
+            with client.stream("POST", url, json=body, headers=headers) as r:
                 out.status = r.status_code
                 opened.set()
                 for _ in r.iter_bytes():
@@ -139,9 +170,12 @@ def test_sigterm_drains_or_answers_retryable(kind: str, tmp_path: Path) -> None:
         ]
         stream, opened = Outcome(), threading.Event()
         threads.append(threading.Thread(target=_get_stream, args=(server.url, sid, stream, opened)))
+        listen, listening = Outcome(), threading.Event()
+        threads.append(threading.Thread(target=_listen_stream, args=(server.url, listen, listening)))
         for thread in threads:
             thread.start()
         assert opened.wait(10) and stream.status == 200
+        assert listening.wait(10) and listen.status == 200
         _wait_in_flight(server, len(calls))
 
         sigterm = time.monotonic()
@@ -167,6 +201,8 @@ def test_sigterm_drains_or_answers_retryable(kind: str, tmp_path: Path) -> None:
 
         # The GET stream ended at the start of the drain, not at the end of the grace.
         assert stream.ended_at is not None and stream.ended_at - sigterm < 1.5, stream.ended_at - sigterm
+        assert listen.ended_at is not None and listen.ended_at - sigterm < 1.5, listen.ended_at - sigterm
+        assert stream.failure is None and listen.failure is None, (stream.failure, listen.failure)
         for rid, (_, expected) in calls.items():
             out = outcomes[rid]
             assert out.failure is None, (rid, out.failure)
