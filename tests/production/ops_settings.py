@@ -15,6 +15,8 @@ DJANGO_MCP = {
 }
 if "MCP_PG_PORT" in os.environ:  # a PostgreSQL cluster of the test's own
     DATABASES["default"]["PORT"] = os.environ["MCP_PG_PORT"]  # noqa: F405
+if os.environ.get("MCP_EVENT_CACHE") == "db":  # the event store on Django's database cache
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "mcp_test_cache"}}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

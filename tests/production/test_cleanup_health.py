@@ -58,6 +58,11 @@ def _count_rows(server: LiveServer) -> int:
     return int(out.strip().splitlines()[-1])
 
 
+def _last_line(output: str) -> str:
+    """What a ``shell -c`` printed last (Django 5.2's shell first reports its automatic imports)."""
+    return output.strip().splitlines()[-1]
+
+
 def _cached(server: LiveServer) -> int:
     return int(health(server).json()["worker"]["sessions_cached"])
 
@@ -128,6 +133,43 @@ def test_cleanup_cache_bound_and_broadcast(tmp_path: Path) -> None:
     finally:
         server.stop()
         redis.stop()
+
+
+STORE_EVENTS = """
+from django_mcp.conf import mcp_settings
+from django_mcp.events import events
+mcp_settings.EVENT_STORE_TTL = 1
+for stream in range(30):
+    events.append_sync("s1", f"old{stream}", 1, b"{}")
+mcp_settings.EVENT_STORE_TTL = 3600
+for stream in range(5):
+    events.append_sync("s1", f"new{stream}", 1, b"{}")
+"""
+
+
+def test_cleanup_deletes_expired_events_of_a_database_cache(tmp_path: Path) -> None:
+    """Django's database cache never removes an expired row itself: mcp_cleanup does, and only expired events."""
+    env = server_env(tmp_path, settings="tests.production.ops_settings", MCP_EVENT_CACHE="db")
+    server = start_server(env, tmp_path / "server.log")
+    try:
+        server.manage("createcachetable")
+        server.manage("shell", "-c", STORE_EVENTS)
+        time.sleep(2.1)  # the first 30 expire (the database cache stores whole seconds)
+        rows = (
+            "from django.db import connection; c = connection.cursor();"
+            " c.execute('SELECT COUNT(*) FROM mcp_test_cache'); print(c.fetchone()[0])"
+        )
+        assert _last_line(server.manage("shell", "-c", rows)) == "35"
+        dry = server.manage("mcp_cleanup", "--dry-run")
+        assert "stored events: 30 would be deleted" in dry, dry
+        assert _last_line(server.manage("shell", "-c", rows)) == "35"
+        real = server.manage("mcp_cleanup")
+        assert "stored events: 30 deleted" in real, real
+        assert _last_line(server.manage("shell", "-c", rows)) == "5"
+        check = "from django_mcp.events import events; print(events.replay_sync('s1', 'new0', 0) is not None)"
+        assert _last_line(server.manage("shell", "-c", check)) == "True"
+    finally:
+        server.stop()
 
 
 def test_health_follows_the_channel_layer(tmp_path: Path) -> None:
