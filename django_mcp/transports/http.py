@@ -496,9 +496,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
     ) -> None:
         """Run one request; answer JSON, or SSE if the handler emitted something first.
 
-        The handler runs in this consumer's own task (no task per request); cancelling
-        the request cancels this task while the handler runs, and the engine turns that
-        into a None response.
+        The handler runs in this consumer's own task (no task per request); a client's
+        cancellation cancels this task while the handler runs, and the engine turns that
+        into a None response. A cancellation by the server (shutdown) answers a retryable
+        error instead: 503 before anything was sent, an error event on a started stream.
         """
         auth = self.scope.get("mcp_auth")
         if auth is not None:

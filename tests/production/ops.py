@@ -160,3 +160,60 @@ class OwnPostgres:
         with __import__("contextlib").suppress(Exception):
             self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+NGINX_CONF = """
+worker_processes 1;
+{user}
+events {{ worker_connections 256; }}
+http {{
+    access_log {tmp}/access.log;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    upstream mcp {{
+{servers}
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_read_timeout 120s;
+            # A draining worker answers 503 to work it has not started: send that to another worker.
+            proxy_next_upstream error timeout http_503 non_idempotent;
+        }}
+    }}
+}}
+"""
+
+
+def start_nginx(tmp: Path, upstream_ports: list[int]) -> tuple[subprocess.Popen[bytes], int]:
+    """nginx in front of ``upstream_ports`` on 127.0.0.1, as the deployment guide configures it."""
+    import os
+
+    nginx = Path("/usr/sbin/nginx")
+    if not nginx.exists():
+        need_service("nginx binary", -1)
+    port = free_port()
+    servers = "\n".join(f"        server 127.0.0.1:{p};" for p in upstream_ports)
+    user = "user root;" if os.geteuid() == 0 else ""
+    conf = tmp / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(user=user, tmp=tmp, servers=servers, port=port))
+    process = subprocess.Popen(
+        [str(nginx), "-p", str(tmp), "-c", str(conf), "-g", f"daemon off; pid {tmp}/nginx.pid; error_log stderr;"],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "nginx.err").open("wb"),
+    )
+    deadline = time.monotonic() + 10
+    while not _reachable(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError((tmp / "nginx.err").read_text())
+        time.sleep(0.05)
+    return process, port

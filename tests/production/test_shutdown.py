@@ -228,3 +228,54 @@ def test_sigterm_drains_or_answers_retryable(kind: str, tmp_path: Path) -> None:
         print(f"{kind}: exited {exited:.2f}s after SIGTERM (grace {GRACE}s), exit code {exit_code}")
     finally:
         server.stop()
+
+
+def test_sigterm_behind_nginx_loses_nothing(tmp_path: Path) -> None:
+    """Two daphne workers behind nginx (``proxy_next_upstream ... http_503``): one gets SIGTERM mid-traffic.
+
+    Work the draining worker refuses goes to the other worker, calls in flight finish, and
+    the client sees no error at all: no 503, no 502, no empty 202.
+    """
+    from .ops import start_nginx
+
+    env = server_env(tmp_path, settings="tests.production.ops_settings", MCP_SHUTDOWN_GRACE=str(GRACE))
+    first = start_server(env, tmp_path / "w1.log")
+    second = start_server(env, tmp_path / "w2.log", migrate=False)
+    nginx, port = start_nginx(tmp_path, [first.port, second.port])
+    url = f"http://127.0.0.1:{port}/mcp/"
+    try:
+        http = httpx.Client(timeout=30)
+        sid = initialize(http, url)
+        slow = {rid: Outcome() for rid in range(1, 5)}
+        threads = [
+            threading.Thread(target=_post, args=(url, sid, call("sleepy", rid, seconds=2.5), out))
+            for rid, out in slow.items()
+        ]
+        for thread in threads:
+            thread.start()
+        _wait_in_flight(first, 1)  # round robin: some of them run on the worker about to stop
+
+        statuses: list[int] = []
+        sigterm = time.monotonic()
+        first.process.send_signal(signal.SIGTERM)
+        rid = 100
+        while time.monotonic() - sigterm < GRACE + 2:  # through the drain and past the worker's exit
+            rid += 1
+            r = http.post(url, json=call("echo", rid, text="x"), headers=session_headers(sid))
+            statuses.append(r.status_code)
+            assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "x", (r.status_code, r.text)
+        for thread in threads:
+            thread.join(GRACE + 10)
+        for n, out in slow.items():
+            assert out.status == 200 and _final(out, n)["result"]["content"][0]["text"] == "woke up", out.text
+        exit_code = first.process.wait(GRACE + EXIT_BOUND)
+        refused = first.log.read_text(errors="replace").count('" 503 ')
+        print(f"nginx: {len(statuses)} calls during the drain, all 200; the draining worker refused {refused}")
+        assert exit_code == 0 and refused > 0, (exit_code, refused)
+        for server in (first, second):
+            assert " 500 " not in server.log.read_text(errors="replace")
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+        first.stop()
+        second.stop()
