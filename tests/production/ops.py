@@ -40,8 +40,8 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
     raise RuntimeError(f"uvicorn did not start:\n{log.read_text()}")
 
 
-def initialize(http: httpx.Client, url: str) -> str:
-    params = {"protocolVersion": REVISION, "capabilities": {}, "clientInfo": {"name": "ops", "version": "1"}}
+def initialize(http: httpx.Client, url: str, revision: str = REVISION) -> str:
+    params = {"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "ops", "version": "1"}}
     r = http.post(
         url,
         json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params},
@@ -52,14 +52,14 @@ def initialize(http: httpx.Client, url: str) -> str:
     r = http.post(
         url,
         json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-        headers=session_headers(sid),
+        headers=session_headers(sid, revision),
     )
     assert r.status_code == 202, r.text
     return sid
 
 
-def session_headers(sid: str) -> dict[str, str]:
-    return {"accept": ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": REVISION}
+def session_headers(sid: str, revision: str = REVISION) -> dict[str, str]:
+    return {"accept": ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": revision}
 
 
 def call(name: str, rid: Any, progress: bool = False, **arguments: Any) -> dict[str, Any]:

@@ -1,17 +1,18 @@
 """SIGTERM on a real daphne and a real uvicorn worker with calls in flight (issue 9 §2 e).
 
 Every call in flight either finishes within ``SHUTDOWN_GRACE`` or gets an error it
-can retry: HTTP 503 with ``Retry-After`` when nothing was sent yet, a JSON-RPC error
-event (``data.retryable``) on an SSE response that had started. Never an empty 202,
-never a 500. Meanwhile new requests get 503, the health probe says "draining", open
-GET and ``subscriptions/listen`` streams end at once, a client's own cancellation still gets no response, and the
-process exits within the grace plus a bound. A sync tool still running at the end of
-the grace keeps its real answer: its thread cannot be stopped, so "retry" would be
-a lie that invites a duplicate.
+can retry: HTTP 503 with ``Retry-After`` when nothing was sent yet (one for a whole
+batch), a JSON-RPC error event (``data.retryable``) on an SSE response that had
+started. Never an empty 202, never a 500. Meanwhile new requests get 503, the health
+probe says "draining", open GET and ``subscriptions/listen`` streams end at once, a
+client's own cancellation still gets no response, and the process exits within the
+grace plus a bound. A sync tool still running at the end of the grace keeps its real
+answer: its thread cannot be stopped, so "retry" would be a lie inviting a duplicate.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -41,10 +42,10 @@ class Outcome:
         self.ended_at: float | None = None
 
 
-def _post(url: str, sid: str, body: dict[str, Any], out: Outcome) -> None:
+def _post(url: str, sid: str, body: Any, out: Outcome, revision: str = "2025-11-25") -> None:
     try:
         with httpx.Client(timeout=httpx.Timeout(60)) as client:
-            r = client.post(url, json=body, headers=session_headers(sid))
+            r = client.post(url, json=body, headers=session_headers(sid, revision))
             out.status, out.headers, out.text = r.status_code, r.headers, r.text
     except httpx.HTTPError as exc:  # a dropped connection is a failure the test reports
         out.failure = repr(exc)
@@ -105,7 +106,6 @@ def _final(out: Outcome, rid: int) -> dict[str, Any]:
         answers = [m for m in sse_messages(out.text) if m.get("id") == rid and "method" not in m]
         assert len(answers) == 1, out.text
         return answers[0]
-    import json
 
     message: dict[str, Any] = json.loads(out.text)
     assert message.get("id") == rid, out.text
@@ -170,13 +170,18 @@ def test_sigterm_drains_or_answers_retryable(kind: str, tmp_path: Path) -> None:
         ]
         stream, opened = Outcome(), threading.Event()
         threads.append(threading.Thread(target=_get_stream, args=(server.url, sid, stream, opened)))
+        # A batch (2025-03-26) whose calls outlive the grace: one 503 for the batch.
+        batch_sid = initialize(http, server.url, "2025-03-26")
+        batch = Outcome()
+        batch_body = [call("sleepy", 21, seconds=60), call("sleepy", 22, seconds=60)]
+        threads.append(threading.Thread(target=_post, args=(server.url, batch_sid, batch_body, batch, "2025-03-26")))
         listen, listening = Outcome(), threading.Event()
         threads.append(threading.Thread(target=_listen_stream, args=(server.url, listen, listening)))
         for thread in threads:
             thread.start()
         assert opened.wait(10) and stream.status == 200
         assert listening.wait(10) and listen.status == 200
-        _wait_in_flight(server, len(calls))
+        _wait_in_flight(server, len(calls) + 2)
 
         sigterm = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
@@ -221,6 +226,8 @@ def test_sigterm_drains_or_answers_retryable(kind: str, tmp_path: Path) -> None:
                 assert out.status == 200 and out.headers is not None
                 assert out.headers["content-type"].startswith("text/event-stream")
                 _assert_retryable(message)
+        assert batch.status == 503 and batch.headers is not None and batch.headers["retry-after"] == "1", batch.text
+        _assert_retryable(json.loads(batch.text))
         assert exited < SYNC_SECONDS + EXIT_BOUND, f"{kind} took {exited:.1f}s to exit after SIGTERM"
         assert exit_code in (0, -signal.SIGTERM), exit_code
         log = server.log.read_text(errors="replace")
