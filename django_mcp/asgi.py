@@ -8,12 +8,13 @@ from django.urls import path, re_path
 
 
 def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
-    """URL patterns for one MCP server: the Streamable HTTP endpoint and the legacy SSE pair.
+    """URL patterns for one MCP server: the Streamable HTTP endpoint, the legacy SSE pair, the health probe.
 
     ``prefix`` defaults to the ``ENDPOINT`` setting (``/mcp/``). Mount several
     servers by concatenating the patterns of each with its own prefix.
     """
     from .conf import mcp_settings
+    from .health import HealthEndpoint
     from .transports.http import MCPConsumer
     from .transports.sse_legacy import LegacySSEConsumer
 
@@ -21,6 +22,7 @@ def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
     base = f"{prefix}/" if prefix else ""
     kwargs = {"server": server} if server is not None else {}
     return [
+        path(f"{base}health", HealthEndpoint()),  # type: ignore[arg-type]  # an ASGI app, routed by channels
         path(f"{base}sse/", LegacySSEConsumer.as_asgi(**kwargs)),
         path(f"{base}messages/", LegacySSEConsumer.as_asgi(**kwargs)),
         path(base, MCPConsumer.as_asgi(**kwargs)),

@@ -67,6 +67,16 @@ DEFAULTS: dict[str, Any] = {
     # -- Engine security (issue 9: batches) --
     # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
     "MAX_BATCH_SIZE": 100,
+    # -- Operations: shutdown, cleanup, health --
+    # Seconds calls in flight get to finish after SIGTERM before they answer a retryable error.
+    "SHUTDOWN_GRACE": 20,
+    # Per-worker session cache: most entries kept, and seconds an unused entry stays (reloaded from the DB after).
+    "SESSION_CACHE_SIZE": 10000,
+    "SESSION_CACHE_MAX_AGE": 900,
+    # Seconds mcp_cleanup keeps ended sessions (visible in the admin) before deleting them.
+    "SESSION_RETENTION": 86400,
+    # Seconds each backend check of the health endpoint may take before it counts as down.
+    "HEALTH_TIMEOUT": 2,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

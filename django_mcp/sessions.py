@@ -5,7 +5,10 @@ a small ``SessionState`` per session and revalidates it against the database at
 most every ``SESSION_REVALIDATE_INTERVAL`` seconds, with one ``UPDATE`` that also
 refreshes ``last_seen`` and fails for an ended or idle-expired session. Ending a
 session (DELETE, the admin action, expiry) is broadcast over the channel layer
-so every worker drops it at once.
+so every worker drops it at once; idle expiry (``mcp_cleanup``) broadcasts the ended
+ids in batches. The per-worker cache is bounded (``SESSION_CACHE_SIZE``,
+``SESSION_CACHE_MAX_AGE``): an evicted session is reloaded from the database on its
+next request.
 """
 
 from __future__ import annotations
@@ -19,7 +22,11 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from .conf import mcp_settings
-from .routing import hub
+from .lru import LRU
+from .routing import hub, session_group
+
+#: Ended session ids per broadcast message (channels_redis drops messages past a channel's capacity).
+END_BATCH = 500
 
 
 class SessionState:
@@ -94,13 +101,21 @@ def new_session_id() -> str:
 
 class SessionStore:
     def __init__(self) -> None:
-        self._local: dict[str, SessionState] = {}
+        self._local: LRU[SessionState] = LRU(
+            lambda: int(mcp_settings.SESSION_CACHE_SIZE), lambda: float(mcp_settings.SESSION_CACHE_MAX_AGE)
+        )
         hub.on_broadcast(self._on_broadcast)
 
     def _on_broadcast(self, payload: dict[str, Any]) -> None:
         kind, sid = payload.get("kind"), payload.get("session", "")
         if kind == "session_ended":
             self._local.pop(sid, None)
+        elif kind == "sessions_ended":
+            for ended in payload.get("sessions") or ():
+                self._local.pop(ended, None)
+                group = session_group(ended)
+                if hub.has_local(group):  # its GET stream (or a resumed one) is open here: end it
+                    hub._deliver(group, {"kind": "session_ended", "session": ended})
         elif kind == "session_changed":
             state = self._local.get(sid)
             if state is not None:
@@ -207,7 +222,11 @@ class SessionStore:
 
     def peek(self, sid: str) -> SessionState | None:
         """This worker's current view of a session, without any I/O."""
-        return self._local.get(sid)
+        return self._local.peek(sid)
+
+    def prune(self) -> int:
+        """Drop cached sessions unused for ``SESSION_CACHE_MAX_AGE`` (inserts prune too)."""
+        return self._local.prune()
 
     async def end(self, sid: str) -> bool:
         from .models import MCPSession
@@ -244,15 +263,53 @@ def end_sessions_sync(ids: list[str]) -> int:
     return int(n)
 
 
-async def expire_idle() -> int:
-    """End sessions idle longer than ``SESSION_IDLE_TIMEOUT`` (run from a periodic job)."""
+def idle_sessions() -> Any:
+    """Sessions not ended but idle past ``SESSION_IDLE_TIMEOUT`` (a queryset)."""
     from .models import MCPSession
 
     idle = timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-    count: int = await sync_to_async(
-        lambda: MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle).update(ended=timezone.now())
-    )()
+    return MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle)
+
+
+def expire_idle_sync() -> int:
+    """End idle sessions and tell every worker, in batches; ``ended`` is when each one expired.
+
+    Workers drop the ended ids from their caches and close the GET streams still
+    open for them (with a Redis layer; the in-memory layer reaches only this process,
+    and other workers' cached entries then fail their next revalidation).
+    """
+    from asgiref.sync import async_to_sync
+    from django.db.models import F
+
+    timeout = timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
+    ids = list(idle_sessions().values_list("id", flat=True))
+    count = 0
+    for start in range(0, len(ids), END_BATCH):
+        batch = ids[start : start + END_BATCH]
+        count += idle_sessions().filter(id__in=batch).update(ended=F("last_seen") + timeout)
+        async_to_sync(announce_ended)(batch)
     return count
+
+
+async def expire_idle() -> int:
+    """``expire_idle_sync`` from async code (a periodic job); the number of sessions ended."""
+    count: int = await sync_to_async(expire_idle_sync, thread_sensitive=False)()
+    return count
+
+
+async def announce_ended(ids: list[str]) -> None:
+    """One broadcast for many ended sessions (idle expiry): caches drop them, their streams close."""
+    from channels.layers import get_channel_layer
+
+    from .routing import BROADCAST
+
+    payload = {"kind": "sessions_ended", "sessions": ids}
+    store._on_broadcast(payload)
+    layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+    if layer is not None:
+        # Straight to the layer, not through the hub: a management command must not join groups
+        # (a channel added to the broadcast group and never read again would fill up in Redis).
+        await layer.group_send(BROADCAST, {"type": "mcp.message", "group": BROADCAST, "payload": payload})
 
 
 store = SessionStore()

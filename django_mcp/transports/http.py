@@ -22,6 +22,8 @@ from typing import Any
 from channels.generic.http import AsyncHttpConsumer
 
 from ..conf import mcp_settings
+from ..drain import HEADERS as DRAIN_HEADERS
+from ..drain import drain, shutdown_error
 from ..engine import engine, negotiate_initialize
 from ..events import event_id, events, new_stream_id, parse_event_id
 from ..later import Later
@@ -142,6 +144,12 @@ class ResponseStream:
                 )
 
 
+def _has_request(payload: Any) -> bool:
+    """Whether a body holds a JSON-RPC request (notifications and responses are still taken while draining)."""
+    items = payload if isinstance(payload, list) else [payload]
+    return any(isinstance(m, dict) and "method" in m and "id" in m for m in items)
+
+
 _site: MCPServer | None = None
 
 
@@ -165,6 +173,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         if server is not None:
             self.server = server
         self.connected = True
+        self.responded = False
         self._headers: dict[bytes, bytes] = {}
 
     def get_server(self) -> MCPServer:
@@ -185,10 +194,17 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 k = k.lower()
                 headers[k] = headers[k] + b", " + v if k in headers and k in (b"accept",) else v
         self._headers = headers
+        drain.install()
         try:
             await self.dispatch_http(scope["method"])
         except HTTPError as exc:
             await self.error_response(exc)
+        except asyncio.CancelledError:
+            # Shutdown cancelled work that had not answered yet (a batch): a retryable 503, not silence.
+            if not drain.draining or self.responded or not self.connected:
+                raise
+            _uncancel(asyncio.current_task())  # type: ignore[arg-type]  # we are inside a task
+            await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
         except Exception:
             logger.exception("MCP endpoint failed")
             with contextlib.suppress(Exception):
@@ -202,6 +218,11 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             return value.decode("latin-1")
         except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes any byte
             return None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.responded = True
+        await self.base_send(message)
 
     async def safe_body(self, body: bytes, more: bool = False) -> None:
         if not self.connected:
@@ -329,6 +350,9 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             payload = jsonrpc.loads(body)
         except ProtocolError as exc:
             raise HTTPError(400, exc.code, exc.message) from None
+        if drain.draining and _has_request(payload):
+            await self.json_response(503, shutdown_error(jsonrpc.id_of(payload)), DRAIN_HEADERS)
+            return
         version = self.header(VERSION_HEADER)
         # A version header that is not a handshake revision (2026-07-28, or one we don't know) takes the
         # stateless path, where an unknown version gets -32022 with the supported list.
@@ -474,9 +498,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
     ) -> None:
         """Run one request; answer JSON, or SSE if the handler emitted something first.
 
-        The handler runs in this consumer's own task (no task per request); cancelling
-        the request cancels this task while the handler runs, and the engine turns that
-        into a None response.
+        The handler runs in this consumer's own task (no task per request); a client's
+        cancellation cancels this task while the handler runs, and the engine turns that
+        into a None response. A cancellation by the server (shutdown) answers a retryable
+        error instead: 503 before anything was sent, an error event on a started stream.
         """
         auth = self.scope.get("mcp_auth")
         if auth is not None:
@@ -504,6 +529,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
 
         _slow.add(self, watch)
         engine.track(self, sid)
+        interrupted = False
         try:
             try:
                 response = await engine.handle_request(
@@ -517,13 +543,18 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                     auth=auth,
                 )
             except asyncio.CancelledError:
-                response = None
+                # The engine answers a client's cancellation with None itself; a raised cancellation
+                # is the server's (shutdown): the client gets an error it can retry, never silence.
+                response, interrupted = None, True
             finally:
                 handling = False
                 _slow.discard(self)
                 engine.untrack(self, sid)
             if response is None:
                 _uncancel(task)
+                if interrupted:
+                    await self._interrupted(request, stream)
+                    return
                 if stream.started:
                     await self.safe_body(b"")
                 elif self.connected:
@@ -539,8 +570,18 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             for watcher in watchers:
                 watcher.cancel()
 
+    async def _interrupted(self, request: jsonrpc.Request, stream: ResponseStream) -> None:
+        """A call the server stopped: a retryable error event on its stream, or 503 before anything was sent."""
+        if stream.started:
+            await stream.send(shutdown_error(request.id), final=True)
+        elif self.connected and not self.responded:
+            await self.json_response(503, shutdown_error(request.id), DRAIN_HEADERS)
+
     # -- GET --------------------------------------------------------------------------------
     async def handle_get(self) -> None:
+        if drain.draining:
+            await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
+            return
         version = self.header(VERSION_HEADER)
         if version in STATELESS_REVISIONS:
             raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no GET stream")
@@ -577,6 +618,11 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         """Write queued events until the session ends, the client leaves, or the stream finishes."""
         watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
         keepalive = mcp_settings.SSE_KEEPALIVE
+
+        def drained() -> None:  # shutting down: end the stream; the client resumes on another worker
+            queue.put_nowait(None)
+
+        drain.on_drain(drained)
         try:
             while self.connected:
                 try:
@@ -598,6 +644,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                     if final:
                         return
         finally:
+            drain.discard(drained)
             watcher.cancel()
             await self.safe_body(b"")
 

@@ -156,6 +156,7 @@ async def handle_post(consumer: MCPConsumer, payload: Any, version: str | None) 
 
 async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str) -> None:
     """A ``subscriptions/listen`` stream: acknowledgement first, then the opted-in notifications."""
+    from ..drain import drain
     from .http import SSE_CT, HTTPError, sse_event
 
     if not consumer.accepts(SSE_CT):
@@ -181,6 +182,11 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str)
         )
         await consumer.safe_body(sse_event(jsonrpc.dumps(listen_filter.acknowledgement())), more=True)
         watcher = asyncio.ensure_future(consumer._watch_disconnect(lambda: queue.put_nowait(None)))
+
+        def drained() -> None:  # shutting down: end the stream; the client listens again on another worker
+            queue.put_nowait(None)
+
+        drain.on_drain(drained)
         try:
             while consumer.connected:
                 try:
@@ -192,6 +198,7 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str)
                     break
                 await consumer.safe_body(sse_event(jsonrpc.dumps(item)), more=True)
         finally:
+            drain.discard(drained)
             watcher.cancel()
     finally:
         await hub.leave(BROADCAST, on_broadcast)

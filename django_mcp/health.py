@@ -1,0 +1,117 @@
+"""``GET <ENDPOINT>health``: whether this worker can serve MCP now, for a load balancer to poll.
+
+200 ``{"status": "ok", ...}`` when the worker reaches its database and its channel
+layer, 503 with ``Retry-After`` while it drains (SIGTERM) or when a backend is down.
+No authentication and nothing sensitive: backend states and three per-worker counts
+(cached sessions, open streams, calls in flight) that help size and debug a worker.
+Each check is bounded by ``HEALTH_TIMEOUT``, so a hung backend reads as down, not as
+a hung probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from .conf import mcp_settings
+from .drain import RETRY_AFTER, drain
+
+logger = logging.getLogger("django_mcp")
+
+#: The group a health probe sends to: nobody listens, so the send only proves the layer answers.
+_PROBE_GROUP = "mcp.health"
+
+
+def _database_ok() -> None:
+    """One ``SELECT 1`` with Django's request-cycle connection handling around it."""
+    from django.db import close_old_connections, connection
+
+    close_old_connections()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    finally:
+        close_old_connections()
+
+
+async def check_database() -> str:
+    try:
+        await asyncio.wait_for(
+            sync_to_async(_database_ok, thread_sensitive=False)(), float(mcp_settings.HEALTH_TIMEOUT)
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure means "down"; the reason goes to the log
+        logger.warning("django_mcp health: database check failed: %r", exc)
+        return "down"
+    return "ok"
+
+
+async def check_channel_layer() -> str:
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+    if layer is None:
+        return "none"
+    try:
+        await asyncio.wait_for(
+            layer.group_send(_PROBE_GROUP, {"type": "mcp.health"}), float(mcp_settings.HEALTH_TIMEOUT)
+        )
+    except Exception as exc:  # noqa: BLE001 - as above
+        logger.warning("django_mcp health: channel layer check failed: %r", exc)
+        return "down"
+    return "ok"
+
+
+async def report() -> tuple[int, dict[str, Any]]:
+    """The status code and body of one probe."""
+    from .sessions import store
+
+    database, layer = await asyncio.gather(check_database(), check_channel_layer())
+    store.prune()
+    body: dict[str, Any] = {
+        "status": "ok",
+        "checks": {"database": database, "channel_layer": layer},
+        "worker": {
+            "sessions_cached": len(store),
+            "open_streams": drain.streams(),
+            "requests_in_flight": drain.in_flight(),
+        },
+    }
+    if drain.draining:
+        body["status"] = "draining"
+    elif "down" in (database, layer):
+        body["status"] = "unavailable"
+    return (200 if body["status"] == "ok" else 503), body
+
+
+class HealthEndpoint:
+    """A plain ASGI application (no consumer machinery: a probe should cost next to nothing)."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        drain.install()
+        method = scope.get("method", "GET")
+        if method not in ("GET", "HEAD"):
+            await self._send(send, 405, {"status": "method not allowed"}, [(b"allow", b"GET, HEAD")])
+            return
+        status, body = await report()
+        extra = [] if status == 200 else [(b"retry-after", str(RETRY_AFTER).encode())]
+        await self._send(send, status, body, extra, head=method == "HEAD")
+
+    async def _send(
+        self, send: Any, status: int, body: dict[str, Any], extra: list[tuple[bytes, bytes]], head: bool = False
+    ) -> None:
+        data = json.dumps(body).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"cache-control", b"no-store"),
+            (b"content-length", str(len(data)).encode()),
+            *extra,
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if head else data})
+
+
+__all__ = ["HealthEndpoint", "report"]

@@ -1,0 +1,41 @@
+"""``manage.py mcp_cleanup``: prune what django_mcp stores, from cron or a scheduler.
+
+Ends sessions idle past ``SESSION_IDLE_TIMEOUT`` (and tells every worker over the
+channel layer, so their caches drop them and their GET streams close), deletes
+sessions ended more than ``SESSION_RETENTION`` seconds ago, and deletes expired
+stored SSE events where the cache cannot expire them itself (the database cache).
+Prints the counts; ``--dry-run`` prints what a run would do and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...cleanup import cleanup
+
+
+class Command(BaseCommand):
+    help = "End idle MCP sessions, delete old ended ones and expired stored events; print the counts."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dry-run", action="store_true", help="Count only; change nothing.")
+        parser.add_argument(
+            "--retention",
+            type=float,
+            default=None,
+            help="Seconds to keep ended sessions (default: the SESSION_RETENTION setting).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        retention = options["retention"]
+        if retention is not None and retention < 0:
+            raise CommandError("--retention must be zero or more seconds")
+        dry = bool(options["dry_run"])
+        counts = cleanup(retention, dry_run=dry)
+        verb = "would be " if dry else ""
+        events = "expired by the cache itself" if counts.events is None else f"{counts.events} {verb}deleted"
+        self.stdout.write(f"idle sessions {verb}ended: {counts.expired}")
+        self.stdout.write(f"ended sessions {verb}deleted: {counts.deleted}")
+        self.stdout.write(f"stored events: {events}")

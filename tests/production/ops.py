@@ -1,0 +1,219 @@
+"""Helpers of the operations tests: uvicorn workers beside conftest's daphne ones, a small MCP client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.conftest import ROOT, LiveServer, _reachable, free_port, need_service
+
+ACCEPT = "application/json, text/event-stream"
+REVISION = "2025-11-25"
+
+
+def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = True) -> LiveServer:
+    """``tests.asgi`` in a real uvicorn process (the same contract as conftest's ``start_server``)."""
+    if env["MCP_TEST_DB"] == "postgres":
+        need_service("PostgreSQL", 5432)
+    if env["MCP_TEST_LAYER"] == "redis":
+        need_service("Redis", 6379)
+    if migrate:
+        subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
+    port = free_port()
+    handle = log.open("wb")
+    cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen([*cmd, *flags], env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited early:\n{log.read_text()}")
+        if _reachable(port):
+            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"uvicorn did not start:\n{log.read_text()}")
+
+
+def initialize(http: httpx.Client, url: str, revision: str = REVISION) -> str:
+    params = {"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "ops", "version": "1"}}
+    r = http.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params},
+        headers={"accept": ACCEPT},
+    )
+    assert r.status_code == 200, r.text
+    sid = r.headers["mcp-session-id"]
+    r = http.post(
+        url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers=session_headers(sid, revision),
+    )
+    assert r.status_code == 202, r.text
+    return sid
+
+
+def session_headers(sid: str, revision: str = REVISION) -> dict[str, str]:
+    return {"accept": ACCEPT, "mcp-session-id": sid, "mcp-protocol-version": revision}
+
+
+def call(name: str, rid: Any, progress: bool = False, **arguments: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments}
+    if progress:
+        params["_meta"] = {"progressToken": f"p{rid}"}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def sse_messages(text: str) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an SSE body (priming events without data skipped)."""
+    out = []
+    for block in text.split("\n\n"):
+        data = "".join(line[5:].strip() for line in block.splitlines() if line.startswith("data:"))
+        if data:
+            out.append(json.loads(data))
+    return out
+
+
+def health(server: LiveServer) -> httpx.Response:
+    return httpx.get(f"{server.base}/mcp/health", timeout=10)
+
+
+class OwnRedis:
+    """A Redis server of the test's own, on a free port, that the test may stop and start."""
+
+    def __init__(self, tmp: Path) -> None:
+        import shutil
+
+        if shutil.which("redis-server") is None:
+            need_service("redis-server binary", -1)
+        self.port = free_port()
+        self.tmp = tmp
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(cmd, cwd=self.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not _reachable(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+
+class OwnPostgres:
+    """A PostgreSQL 15 cluster of the test's own (initdb in a temp dir, run as ``postgres``) that it may stop."""
+
+    BIN = Path("/usr/lib/postgresql/15/bin")
+
+    def __init__(self) -> None:
+        import os
+        import shutil
+        import tempfile
+
+        if not (self.BIN / "initdb").exists() or shutil.which("runuser") is None:
+            need_service("PostgreSQL 15 binaries", -1)
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="mcp-ops-pg-"))
+        shutil.chown(self.dir, "postgres", "postgres")
+        os.chmod(self.dir, 0o700)
+        self._as_postgres(str(self.BIN / "initdb"), "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres")
+
+    def _as_postgres(self, *cmd: str) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if __import__("os").geteuid() == 0 else []
+        subprocess.run([*prefix, *cmd], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self._as_postgres(
+            str(self.BIN / "pg_ctl"),
+            "-D",
+            str(self.dir / "data"),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
+        )
+
+    def stop(self) -> None:
+        self._as_postgres(str(self.BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "stop")
+
+    def remove(self) -> None:
+        import shutil
+
+        with __import__("contextlib").suppress(Exception):
+            self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+NGINX_CONF = """
+worker_processes 1;
+{user}
+events {{ worker_connections 256; }}
+http {{
+    access_log {tmp}/access.log;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    upstream mcp {{
+{servers}
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_read_timeout 120s;
+            # A draining worker answers 503 to work it has not started: send that to another worker.
+            proxy_next_upstream error timeout http_503 non_idempotent;
+        }}
+    }}
+}}
+"""
+
+
+def start_nginx(tmp: Path, upstream_ports: list[int]) -> tuple[subprocess.Popen[bytes], int]:
+    """nginx in front of ``upstream_ports`` on 127.0.0.1, as the deployment guide configures it."""
+    import os
+
+    nginx = Path("/usr/sbin/nginx")
+    if not nginx.exists():
+        need_service("nginx binary", -1)
+    port = free_port()
+    servers = "\n".join(f"        server 127.0.0.1:{p};" for p in upstream_ports)
+    user = "user root;" if os.geteuid() == 0 else ""
+    conf = tmp / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(user=user, tmp=tmp, servers=servers, port=port))
+    process = subprocess.Popen(
+        [str(nginx), "-p", str(tmp), "-c", str(conf), "-g", f"daemon off; pid {tmp}/nginx.pid; error_log stderr;"],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "nginx.err").open("wb"),
+    )
+    deadline = time.monotonic() + 10
+    while not _reachable(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError((tmp / "nginx.err").read_text())
+        time.sleep(0.05)
+    return process, port
