@@ -64,6 +64,16 @@ DEFAULTS: dict[str, Any] = {
     "ALLOW_ANONYMOUS_REGISTRATION": True,
     # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
     "REQUIRE_AUDIENCE": True,
+    # -- Sync code and the database (issue 9 d, f: django_mcp.sync, django_mcp.unavailable) --
+    # Threads running sync user code (tools, views, ModelResource reads, permission checks, templates)
+    # per worker process; each holds a database connection: keep the total under max_connections.
+    "SYNC_WORKERS": 12,
+    # Seconds a call waits for a free sync thread before it is refused as busy (retryable).
+    "SYNC_QUEUE_TIMEOUT": 30,
+    # Threads for the package's own queries (sessions, bearer tokens): never queued behind a tool.
+    "SYNC_BOOKKEEPING_WORKERS": 4,
+    # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
+    "UNAVAILABLE_RETRY_AFTER": 2,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

@@ -6,6 +6,10 @@ most every ``SESSION_REVALIDATE_INTERVAL`` seconds, with one ``UPDATE`` that als
 refreshes ``last_seen`` and fails for an ended or idle-expired session. Ending a
 session (DELETE, the admin action, expiry) is broadcast over the channel layer
 so every worker drops it at once.
+
+Every query runs in ``django_mcp.sync``'s bookkeeping pool, between two
+``close_old_connections()`` as in a Django request: never queued behind a tool,
+and a connection broken by a database restart is dropped, not kept.
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from .conf import mcp_settings
 from .routing import hub
+from .sync import run_bookkeeping
 
 
 class SessionState:
@@ -118,7 +122,8 @@ class SessionStore:
 
         user_id = owner_id(user)
         sid = new_session_id()
-        await MCPSession.objects.acreate(
+        await run_bookkeeping(
+            MCPSession.objects.create,
             id=sid,
             protocol_version=revision,
             client_info=client_info,
@@ -164,15 +169,15 @@ class SessionStore:
 
         now = timezone.now()
         idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-        updated = await MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).aupdate(
-            last_seen=now
+        updated = await run_bookkeeping(
+            MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).update, last_seen=now
         )
         return bool(updated == 1)
 
     async def _load(self, sid: str) -> SessionState | None:
         from .models import MCPSession
 
-        row = await MCPSession.objects.filter(id=sid, ended__isnull=True).afirst()
+        row = await run_bookkeeping(MCPSession.objects.filter(id=sid, ended__isnull=True).first)
         if row is None:
             return None
         state = SessionState(
@@ -193,7 +198,7 @@ class SessionStore:
         """Persist a change of session state (rare: initialized, log level, subscriptions)."""
         from .models import MCPSession
 
-        await MCPSession.objects.filter(id=state.id).aupdate(**fields)
+        await run_bookkeeping(MCPSession.objects.filter(id=state.id).update, **fields)
         self._local[state.id] = state
         await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
 
@@ -202,7 +207,7 @@ class SessionStore:
         if not state.initialized:
             from .models import MCPSession
 
-            state.initialized = await MCPSession.objects.filter(id=state.id, initialized=True).aexists()
+            state.initialized = await run_bookkeeping(MCPSession.objects.filter(id=state.id, initialized=True).exists)
         return state.initialized
 
     def peek(self, sid: str) -> SessionState | None:
@@ -212,7 +217,9 @@ class SessionStore:
     async def end(self, sid: str) -> bool:
         from .models import MCPSession
 
-        updated = await MCPSession.objects.filter(id=sid, ended__isnull=True).aupdate(ended=timezone.now())
+        updated = await run_bookkeeping(
+            MCPSession.objects.filter(id=sid, ended__isnull=True).update, ended=timezone.now()
+        )
         self._local.pop(sid, None)
         await announce_end(sid)
         return bool(updated == 1)
@@ -249,9 +256,9 @@ async def expire_idle() -> int:
     from .models import MCPSession
 
     idle = timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-    count: int = await sync_to_async(
-        lambda: MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle).update(ended=timezone.now())
-    )()
+    count: int = await run_bookkeeping(
+        MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle).update, ended=timezone.now()
+    )
     return count
 
 

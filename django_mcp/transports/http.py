@@ -36,6 +36,7 @@ from ..protocol.versions import (
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
+from ..unavailable import unavailable
 from . import stateless
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
 
@@ -189,7 +190,14 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             await self.dispatch_http(scope["method"])
         except HTTPError as exc:
             await self.error_response(exc)
-        except Exception:
+        except Exception as exc:
+            retry = unavailable(exc)  # the database or the sync pool: 503 + Retry-After, not a 500
+            if retry is not None:
+                with contextlib.suppress(Exception):
+                    await self.error_response(
+                        HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
+                    )
+                return
             logger.exception("MCP endpoint failed")
             with contextlib.suppress(Exception):
                 await self.error_response(HTTPError(500, jsonrpc.INTERNAL_ERROR, "Internal error"))
