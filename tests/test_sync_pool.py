@@ -20,7 +20,6 @@ from tests.conftest import LiveServer, server_env, start_server
 from tests.rawasync import AsyncRaw
 
 
-
 def _no_500(server: LiveServer) -> None:
     log = server.log.read_text(errors="replace")
     assert " 500 " not in log and "Traceback" not in log, log[-3000:]
