@@ -100,9 +100,7 @@ async def test_full_pool_queues_then_refuses_as_busy(one_thread_server: LiveServ
 async def test_language_reaches_the_pool_thread(pool_server: LiveServer) -> None:
     async with AsyncRaw(pool_server.url) as raw:
         sid = await raw.session()
-        de = await raw.request(
-            sid, "tools/call", {"name": "sync_language", "arguments": {}}, {"accept-language": "de"}
-        )
+        de = await raw.request(sid, "tools/call", {"name": "sync_language", "arguments": {}}, {"accept-language": "de"})
         plain = await raw.call(sid, "sync_language")
     assert de.result["content"][0]["text"] == "de", de
     assert plain.result["content"][0]["text"] == "en-us", plain
