@@ -17,6 +17,10 @@ connection is dropped, so the next call reconnects. asgiref runs the call: the
 caller's contextvars (the active translation, anything set by middleware) are
 copied in and back, and ``async_to_sync`` inside a sync tool reaches back into the
 event loop. A database that cannot serve surfaces as ``DatabaseUnavailable``.
+
+Under an ``async_to_sync`` caller (a sync tool reaching back into the loop, or a test
+driving the server in process) a call stays on that caller's thread, as asgiref's
+thread-sensitive mode does: its connection, its transaction, no second request cycle.
 Every thread holds its own connection: a worker process needs up to
 ``SYNC_WORKERS + SYNC_BOOKKEEPING_WORKERS + 1`` (asgiref's shared thread) connections.
 """
@@ -24,13 +28,12 @@ Every thread holds its own connection: a worker process needs up to
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from django.core.signals import setting_changed
 from django.db import DatabaseError, close_old_connections
 
@@ -39,19 +42,13 @@ from .unavailable import Busy, database_error
 
 R = TypeVar("R")
 
-#: True inside a pool call: a nested call (``async_to_sync`` from a sync tool back into code
-#: that runs sync work) stays on the calling thread, its connection and its transaction.
-_inside: contextvars.ContextVar[bool] = contextvars.ContextVar("django_mcp_sync_inside", default=False)
-
 
 def _request_cycle(fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
     """On a pool thread: the call between two ``close_old_connections()``, like a Django request."""
-    token = _inside.set(True)
+    close_old_connections()
     try:
-        close_old_connections()
         return fn(*args, **kwargs)
     finally:
-        _inside.reset(token)  # before asgiref copies the context back to the caller
         try:
             close_old_connections()
         except DatabaseError:  # closing a broken connection: the call's own outcome is what matters
@@ -90,7 +87,7 @@ class Pool:
     async def run(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """``fn(*args, **kwargs)`` on a pool thread; DB unavailability becomes ``DatabaseUnavailable``."""
         try:
-            if _inside.get():
+            if getattr(AsyncToSync.executors, "current", None) is not None:  # a sync caller owns a thread
                 result: R = await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
                 return result
             call = self._runner()
