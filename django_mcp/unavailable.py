@@ -9,9 +9,13 @@ database exceptions mean "unavailable".
 
 from __future__ import annotations
 
+import logging
+
 from .conf import mcp_settings
 from .exceptions import MCPError
 from .protocol import jsonrpc
+
+logger = logging.getLogger("django_mcp")
 
 
 class Unavailable(MCPError):
@@ -53,6 +57,7 @@ def database_error(exc: BaseException) -> DatabaseUnavailable | None:
     if isinstance(exc, DatabaseUnavailable):
         return exc
     if isinstance(exc, (OperationalError, InterfaceError)):
+        logger.warning("Database unavailable: %s: %s", type(exc).__name__, str(exc).strip()[:200])
         return DatabaseUnavailable()
     return None
 
