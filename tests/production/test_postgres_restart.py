@@ -5,7 +5,8 @@ A private PostgreSQL 15 cluster on its own port, a worker with ``CONN_MAX_AGE`` 
 revalidated on every request (so session lookups need the database). While the
 database is stopped: requests that cannot be served without it (``initialize``, a
 session lookup, GET, DELETE) answer 503 with ``Retry-After``; tool calls whose tool hits
-the database (sync and async tools, stateless era) answer a retryable JSON-RPC error.
+the database (sync and async tools, stateless era, and a sync tool whose query the stop
+cut short) answer a retryable JSON-RPC error.
 After ``pg_ctl start``: initialize, sync and async tools and session requests succeed
 within 2 s.
 """
@@ -180,8 +181,13 @@ async def test_postgres_restart(cluster: PrivatePostgres, kind: str, tmp_path: P
             sid = await raw.session()
             assert await recovered(raw, sid) == [], "the worker does not work before the fault"
 
+            # A sync tool inside a query when the server goes away: its connection is cut mid-statement.
+            inflight = asyncio.ensure_future(stateless_call(raw, "pg_sleep", {"seconds": 10}))
+            await asyncio.sleep(0.5)
             cluster.stop()
             started = time.monotonic()
+            cut = await asyncio.wait_for(inflight, 15)
+            assert classify(cut) == "jsonrpc-error", f"{kind}: a call cut mid-query got {cut!r}"
             counts, wrong = await fire_while_down(raw, sid)
             down_for = time.monotonic() - started
             total = ROUNDS * 8
