@@ -212,3 +212,40 @@ async def test_postgres_restart(cluster: PrivatePostgres, kind: str, tmp_path: P
             cluster.start()
     log = worker.log.read_text(errors="replace")
     assert " 500 " not in log and "Traceback" not in log, log[-4000:]
+
+
+def _connections(cluster: PrivatePostgres, database: str) -> int:
+    import psycopg
+
+    with psycopg.connect(f"host=127.0.0.1 port={cluster.port} user=postgres dbname=postgres") as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [database]).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.parametrize("max_age", ["0", "60"])
+async def test_connections_follow_conn_max_age(cluster: PrivatePostgres, max_age: str, tmp_path: Path) -> None:
+    """Each pool call is a request cycle: with ``CONN_MAX_AGE=0`` no connection outlives its call;
+    with 60 they are kept, at most one per pool thread (4 sync + 4 bookkeeping here)."""
+    name = f"mcp_age_{max_age}"
+    cluster.create_database(name)
+    env = server_env(tmp_path, db="postgres", MCP_PG_NAME=name, MCP_PG_PORT=str(cluster.port), MCP_CONN_MAX_AGE=max_age)
+    env.update(MCP_SYNC_WORKERS="4", MCP_SESSION_REVALIDATE="0")
+    subprocess.run(
+        [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True, timeout=120
+    )
+    worker = Worker("daphne", env, tmp_path / "daphne.log")
+    try:
+        async with AsyncRaw(worker.url) as raw:
+            sid = await raw.session()
+            replies = await asyncio.gather(
+                *(raw.call(sid, "sync_db") for _ in range(12)), *(raw.initialize() for _ in range(8))
+            )
+            assert all(r.status == 200 and r.error is None for r in replies), replies
+            await asyncio.sleep(0.3)
+            held = _connections(cluster, name)
+    finally:
+        worker.stop()
+    if max_age == "0":
+        assert held == 0, f"{held} connections left open with CONN_MAX_AGE=0 after the calls ended"
+    else:
+        assert 1 <= held <= 8, f"{held} connections kept with CONN_MAX_AGE=60 (pools of 4 + 4 threads)"
