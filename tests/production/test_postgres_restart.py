@@ -49,14 +49,16 @@ def cluster() -> Iterator[PrivatePostgres]:
 
 
 class Worker:
-    def __init__(self, kind: str, env: dict[str, str], log: Path) -> None:
-        self.port = free_port()
+    def __init__(
+        self, kind: str, env: dict[str, str], log: Path, port: int = 0, app: str = "tests.asgi:application"
+    ) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp/"
         self.log = log
         if kind == "daphne":
-            cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "tests.asgi:application"]
+            cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), app]
         else:
-            cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1"]
+            cmd = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1"]
             cmd += ["--port", str(self.port), "--lifespan", "off"]
         self._out = log.open("wb")
         self.process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=self._out, stderr=subprocess.STDOUT)
@@ -249,3 +251,55 @@ async def test_connections_follow_conn_max_age(cluster: PrivatePostgres, max_age
         assert held == 0, f"{held} connections left open with CONN_MAX_AGE=0 after the calls ended"
     else:
         assert 1 <= held <= 8, f"{held} connections kept with CONN_MAX_AGE=60 (pools of 4 + 4 threads)"
+
+
+async def test_bearer_check_while_postgres_is_down(cluster: PrivatePostgres, tmp_path: Path) -> None:
+    """``AUTH = "oauth"``: the token lookup needs the database; while it is down, 503 + Retry-After
+    (not 401, not 500); within 2 s of its return the same token works again."""
+    name = "mcp_oauth"
+    cluster.create_database(name)
+    port = free_port()
+    env = server_env(
+        tmp_path,
+        db="postgres",
+        settings="tests.oauth.settings",
+        MCP_PG_NAME=name,
+        MCP_PG_PORT=str(cluster.port),
+        MCP_CONN_MAX_AGE="60",
+        MCP_CONN_HEALTH_CHECKS="1",
+    )
+
+    def manage(*args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-m", "django", *args], env=env, cwd=ROOT, check=True, timeout=120, capture_output=True
+        )
+        return out.stdout.decode().strip()
+
+    manage("migrate", "--noinput", "-v0")
+    manage("shell", "-c", "from django.contrib.auth.models import User; User.objects.create_user('alice')")
+    url = f"http://127.0.0.1:{port}/mcp/"
+    token = manage("mcp_token", "--user", "alice", "--scope", "mcp", "--resource", url).splitlines()[-1]
+    worker = Worker("daphne", env, tmp_path / "daphne.log", port=port, app="tests.oauth.asgi:application")
+    try:
+        async with AsyncRaw(worker.url) as raw:
+            raw.http.headers["authorization"] = f"Bearer {token}"
+            assert (await raw.initialize()).status == 200
+            cluster.stop()
+            replies = [await raw.initialize() for _ in range(3)]
+            raw.http.headers["authorization"] = "Bearer not-a-token"
+            replies.append(await raw.initialize())  # unknown token: cannot be checked either
+            raw.http.headers["authorization"] = f"Bearer {token}"
+            kinds = [classify(r) for r in replies]
+            assert kinds == ["503"] * 4, replies
+            cluster.start()
+            back = time.monotonic()
+            while (reply := await raw.initialize()).status != 200 and time.monotonic() - back < RECOVERY_BOUND + 3:
+                await asyncio.sleep(0.05)
+            took = time.monotonic() - back
+            assert reply.status == 200 and took <= RECOVERY_BOUND, f"bearer check: {reply!r} after {took:.2f}s"
+    finally:
+        worker.stop()
+        if not cluster.running():
+            cluster.start()
+    log = worker.log.read_text(errors="replace")
+    assert " 500 " not in log and "Traceback" not in log, log[-4000:]
