@@ -13,9 +13,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from asgiref.sync import sync_to_async
-
 from .context import Context
+from .sync import run_sync
 
 if TYPE_CHECKING:
     from .engine import Exchange
@@ -52,13 +51,13 @@ async def check_access(permissions: Sequence[str], check: Check | None, ctx: Con
     """Django permissions of ``ctx.user`` (in a thread: ``has_perms`` may query), then ``check``."""
     if permissions:
         user: Any = ctx.user
-        ok = await sync_to_async(user.has_perms, thread_sensitive=True)(list(permissions))
+        ok = await run_sync(user.has_perms, list(permissions))
         if not ok:
             return False
     if check is not None:
         if inspect.iscoroutinefunction(check):
             return bool(await check(ctx))
-        got: Any = await sync_to_async(check, thread_sensitive=True)(ctx)
+        got: Any = await run_sync(check, ctx)
         if inspect.isawaitable(got):
             got = await got
         return bool(got)

@@ -77,6 +77,16 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_RETENTION": 86400,
     # Seconds each backend check of the health endpoint may take before it counts as down.
     "HEALTH_TIMEOUT": 2,
+    # -- Sync code and the database (issue 9 d, f: django_mcp.sync, django_mcp.unavailable) --
+    # Threads running sync user code (tools, views, ModelResource reads, permission checks, templates)
+    # per worker process; each holds a database connection: keep the total under max_connections.
+    "SYNC_WORKERS": 12,
+    # Seconds a call waits for a free sync thread before it is refused as busy (retryable).
+    "SYNC_QUEUE_TIMEOUT": 30,
+    # Threads for the package's own queries (sessions, bearer tokens): never queued behind a tool.
+    "SYNC_BOOKKEEPING_WORKERS": 4,
+    # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
+    "UNAVAILABLE_RETRY_AFTER": 2,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

@@ -38,6 +38,8 @@ from .protocol.versions import at_least, is_stateless, negotiate
 from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
+from .sync import drop_shared_connections
+from .unavailable import database_error
 
 logger = logging.getLogger("django_mcp")
 
@@ -264,7 +266,11 @@ class Engine:
             if ex._cancelled is not None and ex._cancelled.is_set():
                 return None
             raise
-        except Exception:
+        except Exception as exc:
+            lost = database_error(exc)
+            if lost is not None:  # an async handler's ORM call: retryable, not a bug
+                await drop_shared_connections()
+                return jsonrpc.error_message(request.id, lost)
             logger.exception("MCP request %s failed", request.method)
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
         finally:

@@ -4,7 +4,7 @@ One declaration contributes one resource template (``django://<app>/<model>/{pk}
 by default) whose reads serialize one object, the objects themselves to
 ``resources/list``, completions of the template's variables, and change
 notifications from model signals (see ``model_signals``). Every ORM call runs in
-one ``sync_to_async`` hop per request, so the event loop never blocks.
+one hop to the sync pool (``django_mcp.sync``) per request, so the event loop never blocks.
 
 Who sees what: the template is visible to callers for whom ``has_permission(ctx)``
 holds (by default Django's ``view_<model>`` permission); each object must pass
@@ -21,7 +21,6 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from asgiref.sync import sync_to_async
 from django.contrib.auth import get_permission_codename
 from django.core import signing
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, ValidationError
@@ -36,6 +35,7 @@ from .context import Context
 from .exceptions import InvalidParams, ResourceNotFound
 from .protocol.uri_template import URITemplate
 from .resources import ResourceTemplate
+from .sync import run_sync
 
 if TYPE_CHECKING:
     from .server import MCPServer
@@ -145,7 +145,7 @@ class ModelResource:
             if f.many_to_many or f.one_to_many:
                 # A reverse relation is reached through its accessor; a forward many-to-many by its name
                 # (Django 6.1 no longer counts a ManyToManyField as concrete, so ``concrete`` cannot tell them apart).
-                accessor = f.get_accessor_name() if isinstance(f, ForeignObjectRel) else f.name
+                accessor = (f.get_accessor_name() if isinstance(f, ForeignObjectRel) else None) or f.name
                 data[f.name] = [self.related_ref(f, o) for o in getattr(obj, accessor).all()]
             elif f.is_relation:
                 data[f.name] = self.foreign_ref(obj, f)
@@ -385,21 +385,21 @@ class ModelResourceTemplate(ResourceTemplate):
     async def permits(self, ctx: Context) -> bool:
         if not await super().permits(ctx):
             return False
-        return bool(await sync_to_async(self.resource.has_permission, thread_sensitive=True)(ctx))
+        return bool(await run_sync(self.resource.has_permission, ctx))
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[dict[str, Any]]:
-        return await sync_to_async(self.resource.read_sync, thread_sensitive=True)(ctx, uri, dict(variables))
+        return await run_sync(self.resource.read_sync, ctx, uri, dict(variables))
 
     async def ensure_exists(self, uri: str, variables: dict[str, str], ctx: Context) -> None:
         """``ResourceNotFound`` unless the caller may read the object (used before subscribing)."""
         variables = dict(variables)
         variables.pop(ModelURITemplate.FILE_VAR, None)
-        await sync_to_async(self.resource.get_object, thread_sensitive=True)(ctx, uri, variables)
+        await run_sync(self.resource.get_object, ctx, uri, variables)
 
     async def completion_values(
         self, ctx: Context, var: str, value: str, others: dict[str, str]
     ) -> tuple[list[str], int | None]:
-        return await sync_to_async(self.resource.completions, thread_sensitive=True)(ctx, var, value, others)
+        return await run_sync(self.resource.completions, ctx, var, value, others)
 
 
 # -- resources/list: static resources, then every visible ModelResource's objects ---------

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
 
 from .access import Check, Guard
 from .context import Context
 from .protocol.uri_template import URITemplate
+from .sync import user_pool
 
 Completer = Callable[..., Any]
 
 
 def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    return fn if inspect.iscoroutinefunction(fn) else sync_to_async(fn, thread_sensitive=True)
+    return fn if inspect.iscoroutinefunction(fn) else user_pool.wrap(fn)
 
 
 def _ctx_param(fn: Callable[..., Any]) -> str | None:

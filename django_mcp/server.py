@@ -12,7 +12,6 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import ValidationError
 
@@ -27,7 +26,9 @@ from .protocol import cursor
 from .protocol.jsonrpc import ProtocolError
 from .protocol.versions import ALL_REVISIONS
 from .resources import Completer, Resource, ResourceTemplate, _runner
+from .sync import drop_shared_connections, run_sync
 from .tools import Tool
+from .unavailable import database_error
 
 if TYPE_CHECKING:
     from .engine import Exchange
@@ -430,6 +431,10 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
     except (InputRequired, ProtocolError):
         raise
     except Exception as exc:  # user code: the exception handler turns it into an isError result
+        lost = database_error(exc)
+        if lost is not None:  # an async tool's ORM call (sync tools' are mapped by the pool): retryable
+            await drop_shared_connections()
+            raise lost from exc
         result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
         if result is None:
             raise
@@ -444,8 +449,7 @@ async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchang
     sources = [t.resource for t in models if await visible(t, ex)]
     if not sources:  # nothing to query: no thread hop
         return list_page(items, [], Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
-    page = sync_to_async(list_page, thread_sensitive=True)
-    return await page(items, sources, Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
+    return await run_sync(list_page, items, sources, Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
 
 
 async def _list_templates(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:

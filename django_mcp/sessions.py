@@ -9,6 +9,10 @@ so every worker drops it at once; idle expiry (``mcp_cleanup``) broadcasts the e
 ids in batches. The per-worker cache is bounded (``SESSION_CACHE_SIZE``,
 ``SESSION_CACHE_MAX_AGE``): an evicted session is reloaded from the database on its
 next request.
+
+Every query runs in ``django_mcp.sync``'s bookkeeping pool, between two
+``close_old_connections()`` as in a Django request: never queued behind a tool,
+and a connection broken by a database restart is dropped, not kept.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from .conf import mcp_settings
 from .lru import LRU
 from .routing import hub, session_group
+from .sync import run_bookkeeping
 
 #: Ended session ids per broadcast message (channels_redis drops messages past a channel's capacity).
 END_BATCH = 500
@@ -133,7 +137,8 @@ class SessionStore:
 
         user_id = owner_id(user)
         sid = new_session_id()
-        await MCPSession.objects.acreate(
+        await run_bookkeeping(
+            MCPSession.objects.create,
             id=sid,
             protocol_version=revision,
             client_info=client_info,
@@ -179,15 +184,15 @@ class SessionStore:
 
         now = timezone.now()
         idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-        updated = await MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).aupdate(
-            last_seen=now
+        updated = await run_bookkeeping(
+            MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).update, last_seen=now
         )
         return bool(updated == 1)
 
     async def _load(self, sid: str) -> SessionState | None:
         from .models import MCPSession
 
-        row = await MCPSession.objects.filter(id=sid, ended__isnull=True).afirst()
+        row = await run_bookkeeping(MCPSession.objects.filter(id=sid, ended__isnull=True).first)
         if row is None:
             return None
         state = SessionState(
@@ -208,7 +213,7 @@ class SessionStore:
         """Persist a change of session state (rare: initialized, log level, subscriptions)."""
         from .models import MCPSession
 
-        await MCPSession.objects.filter(id=state.id).aupdate(**fields)
+        await run_bookkeeping(MCPSession.objects.filter(id=state.id).update, **fields)
         self._local[state.id] = state
         await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
 
@@ -217,7 +222,7 @@ class SessionStore:
         if not state.initialized:
             from .models import MCPSession
 
-            state.initialized = await MCPSession.objects.filter(id=state.id, initialized=True).aexists()
+            state.initialized = await run_bookkeeping(MCPSession.objects.filter(id=state.id, initialized=True).exists)
         return state.initialized
 
     def peek(self, sid: str) -> SessionState | None:
@@ -231,7 +236,9 @@ class SessionStore:
     async def end(self, sid: str) -> bool:
         from .models import MCPSession
 
-        updated = await MCPSession.objects.filter(id=sid, ended__isnull=True).aupdate(ended=timezone.now())
+        updated = await run_bookkeeping(
+            MCPSession.objects.filter(id=sid, ended__isnull=True).update, ended=timezone.now()
+        )
         self._local.pop(sid, None)
         await announce_end(sid)
         return bool(updated == 1)
@@ -293,7 +300,7 @@ def expire_idle_sync() -> int:
 
 async def expire_idle() -> int:
     """``expire_idle_sync`` from async code (a periodic job); the number of sessions ended."""
-    count: int = await sync_to_async(expire_idle_sync, thread_sensitive=False)()
+    count: int = await run_bookkeeping(expire_idle_sync)
     return count
 
 

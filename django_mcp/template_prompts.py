@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union, cast
 
-from asgiref.sync import sync_to_async
 from django import forms
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
@@ -40,6 +39,7 @@ from .context import Context
 from .exceptions import InvalidParams
 from .prompts import Prompt
 from .resources import Completer
+from .sync import run_sync
 
 if TYPE_CHECKING:
     from .engine import Exchange
@@ -147,7 +147,7 @@ def from_queryset(queryset: QuerySet[Any], field: str = "pk") -> Completer:
         return [str(v) for v in qs.values_list(field, flat=True)[: COMPLETION_LIMIT + 1]]
 
     async def complete(value: str) -> list[str]:
-        return await sync_to_async(values, thread_sensitive=True)(value)
+        return await run_sync(values, value)
 
     return complete
 
@@ -314,7 +314,7 @@ class TemplatePrompt(Prompt):
 
     async def render(self, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
         collector = Collector()
-        text = await sync_to_async(self.render_text, thread_sensitive=True)(arguments, ctx, collector)
+        text = await run_sync(self.render_text, arguments, ctx, collector)
         messages = await self.messages(text, collector, ctx)
         result: dict[str, Any] = {"messages": messages}
         if self.description:
@@ -355,7 +355,7 @@ class TemplatePrompt(Prompt):
     # -- completion ----------------------------------------------------------------------
     def _completer(self, name: str) -> Callable[..., Any]:
         async def complete(value: str, ctx: Context) -> list[str]:
-            return await sync_to_async(self.completion_values, thread_sensitive=True)(name, value, ctx)
+            return await run_sync(self.completion_values, name, value, ctx)
 
         return complete
 

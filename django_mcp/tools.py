@@ -2,8 +2,8 @@
 
 The signature becomes a pydantic model (JSON Schema 2020-12 with ``$defs`` for
 the ``inputSchema``), the docstring the description, and a typed return the
-``outputSchema`` plus ``structuredContent``. Sync callables run in a thread via
-``sync_to_async``; async ones run on the event loop.
+``outputSchema`` plus ``structuredContent``. Sync callables run in the bounded
+sync pool (``django_mcp.sync``); async ones run on the event loop.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 import mcp_types
 import pydantic
-from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from .access import Check, Guard
 from .conf import mcp_settings
 from .content import CONTENT_TYPES, dump
 from .context import Context
+from .sync import user_pool
 
 _NO_STRUCTURE = (type(None), Any, str, bytes, *CONTENT_TYPES)
 
@@ -176,14 +176,14 @@ class Tool(Guard):
                     out["$defs"] = defs
             out.pop("title", None)
             self.output_schema = out
-        self._runner = fn if self.is_async else sync_to_async(self._call_sync, thread_sensitive=True)
+        self._runner = fn if self.is_async else user_pool.wrap(self._call_sync)
 
     def _call_sync(self, **kwargs: Any) -> Any:
         """Run a sync tool in its thread, in a savepoint when ``ATOMIC_TOOL_CALLS`` is on.
 
         The savepoint lives on the thread that does the work, so an exception
         (``ToolError`` included) rolls back every write of the call. Async tools
-        are not wrapped: their ORM calls hop to a thread shared with other
+        are not wrapped: their ORM calls hop to asgiref's thread shared with other
         requests, where a transaction spanning ``await`` points cannot live.
         """
         if mcp_settings.ATOMIC_TOOL_CALLS:

@@ -53,7 +53,11 @@ if DB == "postgres":
             "NAME": os.environ.get("MCP_PG_NAME", "test"),
             "USER": os.environ.get("MCP_PG_USER", "postgres"),
             "HOST": "127.0.0.1",
-            "PORT": "5432",
+            "PORT": os.environ.get("MCP_PG_PORT", "5432"),
+            # The PostgreSQL restart test (tests/production) runs with persistent, health-checked connections.
+            "CONN_MAX_AGE": float(os.environ.get("MCP_CONN_MAX_AGE", "0")),
+            "CONN_HEALTH_CHECKS": os.environ.get("MCP_CONN_HEALTH_CHECKS", "0") == "1",
+            "OPTIONS": {"connect_timeout": 5},
             "TEST": {"NAME": os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp")},
         }
     }
@@ -88,13 +92,16 @@ DJANGO_MCP = {
     "SERVER_NAME": "django-mcp-tests",
     # Development mode on loopback, with DEBUG off like production (hence E009 silenced below).
     "AUTH": "none",
-    "VALIDATE_RESULTS": True,
+    "VALIDATE_RESULTS": os.environ.get("MCP_VALIDATE_RESULTS", "1") == "1",  # off only in benchmarks
     "SSE_KEEPALIVE": float(os.environ.get("MCP_SSE_KEEPALIVE", "15")),
     # Tight limits for the expiry/timeout tests, which start a server of their own.
     "SESSION_IDLE_TIMEOUT": float(os.environ.get("MCP_SESSION_IDLE_TIMEOUT", "3600")),
     "SESSION_REVALIDATE_INTERVAL": float(os.environ.get("MCP_SESSION_REVALIDATE", "30")),
     "CLIENT_REQUEST_TIMEOUT": float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT", "300")),
     "ATOMIC_TOOL_CALLS": os.environ.get("MCP_ATOMIC_TOOL_CALLS", "1") == "1",
+    # The sync pool tests and benchmark size the pool and its queue.
+    "SYNC_WORKERS": int(os.environ.get("MCP_SYNC_WORKERS", "12")),
+    "SYNC_QUEUE_TIMEOUT": float(os.environ.get("MCP_SYNC_QUEUE_TIMEOUT", "30")),
 }
 SILENCED_SYSTEM_CHECKS = ["django_mcp.E009"]
 USE_TZ = True

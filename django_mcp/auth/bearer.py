@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
 from django.core.signals import setting_changed
 
 from ..auth_clients import is_client_disabled
 from ..conf import mcp_settings
+from ..sync import run_bookkeeping
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _LEGACY_SUFFIXES = ("/sse", "/messages")
@@ -193,8 +193,12 @@ def verify_token(token: str, url: str) -> AuthInfo:
 
 
 async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
-    """Verify the request's bearer token (in a thread: DOT queries the database) or raise ``Challenge``."""
-    return await sync_to_async(_verify, thread_sensitive=True)(scope, bearer_token(headers))
+    """Verify the request's bearer token or raise ``Challenge``.
+
+    DOT queries the database: the check runs in the bookkeeping pool, between two
+    ``close_old_connections()``; a database that cannot answer raises ``DatabaseUnavailable`` (503).
+    """
+    return await run_bookkeeping(_verify, scope, bearer_token(headers))
 
 
 def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types
-from asgiref.sync import sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication
@@ -35,6 +34,7 @@ from rest_framework.viewsets import ViewSetMixin
 
 from ..access import Check
 from ..context import Context
+from ..sync import run_sync
 from ..tools import Tool
 from ..view_tools import WRITE_METHODS, build_request, default_annotations, error_text, make_function, refuse_or_fail
 
@@ -156,7 +156,7 @@ class DRFTool(Tool):
         """Declared permissions/check first, then the view's permission classes for the caller."""
         if not await super().permits(ctx):
             return False
-        return bool(await sync_to_async(self._view_permits, thread_sensitive=True)(ctx))
+        return bool(await run_sync(self._view_permits, ctx))
 
     def _view_permits(self, ctx: Context) -> bool:
         """``has_permission`` of each permission class on a synthetic request of the caller.

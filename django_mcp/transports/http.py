@@ -38,6 +38,7 @@ from ..protocol.versions import (
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
+from ..unavailable import unavailable
 from . import stateless
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
 
@@ -205,7 +206,14 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 raise
             _uncancel(asyncio.current_task())  # type: ignore[arg-type]  # we are inside a task
             await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
-        except Exception:
+        except Exception as exc:
+            retry = unavailable(exc)  # the database or the sync pool: 503 + Retry-After, not a 500
+            if retry is not None:
+                with contextlib.suppress(Exception):
+                    await self.error_response(
+                        HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
+                    )
+                return
             logger.exception("MCP endpoint failed")
             with contextlib.suppress(Exception):
                 await self.error_response(HTTPError(500, jsonrpc.INTERNAL_ERROR, "Internal error"))

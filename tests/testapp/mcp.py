@@ -215,3 +215,57 @@ def sec_echo(name: str) -> str:
 def sec_files(path: str) -> str:
     """Echoes the decoded ``{+path}`` value (reserved expansion: may span segments)."""
     return f"path={path}"
+# -- the sync pool and database faults (tests/test_sync_pool.py, tests/production, benchmarks/sync_pool.py) --
+
+
+@site.tool
+def sync_sleep(seconds: float = 3) -> str:
+    """A slow sync tool: holds one sync pool thread for ``seconds``."""
+    import time
+
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@site.tool
+def sync_db() -> int:
+    """A sync tool that needs the database (one query)."""
+    from django.contrib.auth import get_user_model
+
+    return int(get_user_model().objects.count())
+
+
+@site.tool
+async def async_db() -> int:
+    """An async tool that needs the database (one async ORM query)."""
+    from django.contrib.auth import get_user_model
+
+    return int(await get_user_model().objects.acount())
+
+
+@site.tool
+def sync_language() -> str:
+    """The language active in the sync pool thread (set from the caller's Accept-Language)."""
+    from django.utils import translation
+
+    return str(translation.get_language())
+
+
+@site.tool
+def sync_progress(ctx: Context) -> str:
+    """Reports progress from a sync tool through async_to_sync, back on the server's event loop."""
+    from asgiref.sync import async_to_sync
+
+    async_to_sync(ctx.report_progress)(1, 2)
+    async_to_sync(ctx.report_progress)(2, 2)
+    return "reported"
+
+
+@site.tool
+def pg_sleep(seconds: float = 0.02) -> str:
+    """Waits ``seconds`` inside PostgreSQL (the sync pool benchmark)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sleep(%s)", [seconds])
+    return "ok"

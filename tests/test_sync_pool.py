@@ -1,0 +1,115 @@
+"""Sync tools run in a bounded pool (``SYNC_WORKERS``), through a real daphne worker.
+
+A 3 s sync tool no longer stalls the worker: another sync tool and ``initialize``
+answer at once. With a pool of one thread kept busy, session bookkeeping still
+answers at once (its own pool) and a queued call is refused as busy after
+``SYNC_QUEUE_TIMEOUT`` with a retryable JSON-RPC error, never a 500. What asgiref
+carried before still arrives in the pool thread: the caller's language and
+``async_to_sync`` back into the server's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LiveServer, server_env, start_server
+from tests.rawasync import AsyncRaw
+
+
+def _no_500(server: LiveServer) -> None:
+    log = server.log.read_text(errors="replace")
+    assert " 500 " not in log and "Traceback" not in log, log[-3000:]
+
+
+@pytest.fixture(scope="module")
+def pool_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    tmp: Path = tmp_path_factory.mktemp("sync_pool")
+    server = start_server(server_env(tmp), tmp / "daphne.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def one_thread_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    tmp: Path = tmp_path_factory.mktemp("sync_one")
+    env = server_env(tmp, MCP_SYNC_WORKERS="1", MCP_SYNC_QUEUE_TIMEOUT="0.5")
+    server = start_server(env, tmp / "daphne.log")
+    yield server
+    server.stop()
+
+
+async def test_slow_sync_tool_does_not_stall_the_worker(pool_server: LiveServer) -> None:
+    async with AsyncRaw(pool_server.url) as raw:
+        sid = await raw.session()
+        slow = asyncio.ensure_future(raw.call(sid, "sync_sleep", {"seconds": 3}))
+        await asyncio.sleep(0.3)  # the slow call holds its thread now
+        assert not slow.done()
+        other = await raw.call(sid, "sync_db")
+        add = await raw.call(sid, "add", {"a": 2, "b": 3})
+        init = await raw.initialize()
+        fresh = await raw.session()
+        ping = await raw.ping(fresh)
+        assert other.status == 200 and isinstance(other.result["structuredContent"]["result"], int), other
+        assert add.status == 200 and add.result["structuredContent"]["total"] == 5, add
+        assert init.status == 200 and "mcp-session-id" in init.headers, init
+        for reply, what in ((other, "sync tool"), (add, "sync tool"), (init, "initialize"), (ping, "ping")):
+            assert reply.seconds < 0.8, f"{what} waited {reply.seconds:.2f}s behind a 3 s sync tool"
+        done = await slow
+        assert done.status == 200 and done.result["content"][0]["text"] == "slept 3.0", done
+        assert 2.9 < done.seconds < 4.5, done
+    _no_500(pool_server)
+
+
+async def test_sync_tools_run_concurrently(pool_server: LiveServer) -> None:
+    """Eight 1 s sync tools at once take about one second, not eight."""
+    async with AsyncRaw(pool_server.url) as raw:
+        sid = await raw.session()
+        start = asyncio.get_running_loop().time()
+        replies = await asyncio.gather(*(raw.call(sid, "sync_sleep", {"seconds": 1}) for _ in range(8)))
+        took = asyncio.get_running_loop().time() - start
+    assert all(r.status == 200 and not r.result.get("isError") for r in replies), replies
+    assert took < 2.5, f"8 concurrent 1 s sync tools took {took:.2f}s"
+
+
+async def test_full_pool_queues_then_refuses_as_busy(one_thread_server: LiveServer) -> None:
+    async with AsyncRaw(one_thread_server.url) as raw:
+        sid = await raw.session()
+        slow = asyncio.ensure_future(raw.call(sid, "sync_sleep", {"seconds": 2}))
+        await asyncio.sleep(0.3)
+        init = await raw.initialize()  # bookkeeping pool: not behind the busy thread
+        queued = await raw.call(sid, "add", {"a": 1, "b": 1})  # waits SYNC_QUEUE_TIMEOUT = 0.5 s, then busy
+        assert init.status == 200 and init.seconds < 0.8, init
+        assert queued.status == 200, queued
+        assert queued.error is not None, queued
+        assert queued.error["data"]["reason"] == "busy" and queued.error["data"]["retryable"] is True, queued
+        assert 0.4 < queued.seconds < 1.5, queued
+        assert (await slow).status == 200
+        # A short wait in the queue is just a wait: a call behind a 0.3 s one succeeds.
+        short = asyncio.ensure_future(raw.call(sid, "sync_sleep", {"seconds": 0.3}))
+        await asyncio.sleep(0.1)
+        after = await raw.call(sid, "add", {"a": 1, "b": 1})
+        assert after.status == 200 and after.result["structuredContent"]["total"] == 2, after
+        assert (await short).status == 200
+    _no_500(one_thread_server)
+
+
+async def test_language_reaches_the_pool_thread(pool_server: LiveServer) -> None:
+    async with AsyncRaw(pool_server.url) as raw:
+        sid = await raw.session()
+        de = await raw.request(sid, "tools/call", {"name": "sync_language", "arguments": {}}, {"accept-language": "de"})
+        plain = await raw.call(sid, "sync_language")
+    assert de.result["content"][0]["text"] == "de", de
+    assert plain.result["content"][0]["text"] == "en-us", plain
+
+
+async def test_async_to_sync_from_a_sync_tool_reaches_the_event_loop(pool_server: LiveServer) -> None:
+    async with AsyncRaw(pool_server.url) as raw:
+        sid = await raw.session()
+        reply = await raw.call(sid, "sync_progress", _meta={"progressToken": "p1"})
+    progress = [m["params"]["progress"] for m in reply.messages if m.get("method") == "notifications/progress"]
+    assert progress == [1, 2], reply
+    assert reply.result["content"][0]["text"] == "reported", reply
