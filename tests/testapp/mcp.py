@@ -215,6 +215,8 @@ def sec_echo(name: str) -> str:
 def sec_files(path: str) -> str:
     """Echoes the decoded ``{+path}`` value (reserved expansion: may span segments)."""
     return f"path={path}"
+
+
 # -- the sync pool and database faults (tests/test_sync_pool.py, tests/production, benchmarks/sync_pool.py) --
 
 
