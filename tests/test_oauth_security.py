@@ -458,3 +458,58 @@ async def test_tokens_hashed_at_rest(oauth_server: OAuthServer, alice: Browser, 
         **session(oauth_server, tokens["access_token"]),
     )
     assert tool_text(r.json()) == "alice authenticated=True"
+
+
+def test_registration_rate_limit_holds_across_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Two daphne workers, one database, one Redis cache (its own redis-server): one budget per address."""
+    import shutil
+    import time
+
+    from tests.conftest import IN_CI, _reachable, free_port, need_service, server_env, start_server
+
+    need_service("Redis", 6379)  # the test settings' Redis layer; the count itself goes to our own instance
+    if shutil.which("redis-server") is None:
+        if IN_CI:
+            pytest.fail("redis-server is not installed")
+        pytest.skip("redis-server is not installed")
+    tmp = tmp_path_factory.mktemp("oauth-rate-workers")
+    port = free_port()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers = []
+    try:
+        deadline = time.monotonic() + 10
+        while not _reachable(port):
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        env = server_env(
+            tmp,
+            layer="redis",
+            settings="tests.oauth.settings",
+            MCP_REDIS_URL=f"redis://127.0.0.1:{port}/1",
+            MCP_REGISTRATION_RATE="4/300",
+        )
+        workers.append(start_server(env, tmp / "a.log", app="tests.oauth.asgi:application"))
+        workers.append(start_server(env, tmp / "b.log", migrate=False, app="tests.oauth.asgi:application"))
+
+        def reg(worker: Any) -> httpx.Response:
+            body = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+            return httpx.post(worker.base + "/oauth/register/", json=body, timeout=30)
+
+        a, b = workers
+        assert [reg(w).status_code for w in (a, b, a, b)] == [201] * 4
+        # Each worker alone has seen only two: the fifth and sixth are refused on both.
+        for w in (a, b):
+            r = reg(w)
+            assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1, r.text
+        for w in workers:
+            log = w.log.read_text(errors="replace")
+            assert " 500 " not in log and "Traceback" not in log, log
+    finally:
+        for w in workers:
+            w.stop()
+        redis.terminate()
+        redis.wait(timeout=10)
