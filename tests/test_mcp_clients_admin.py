@@ -212,3 +212,23 @@ def test_initial_access_tokens_are_listed_not_added(admin_client: Client, reader
     assert raw.encode() not in r.content  # only the checksum is stored
     assert admin_client.get(reverse("admin:django_mcp_initialaccesstoken_add")).status_code == 403
     assert initial_tokens.find(raw) is not None and initial_tokens.find(raw + "x") is None
+
+
+def test_admin_pages_with_tokens_hashed_at_rest(admin_client: Client, reader: Any, settings: Any) -> None:
+    """With tokens stored as checksums only, DOT's token admin and the MCP client page still render."""
+    from django_mcp.auth import oauth2_provider_settings
+
+    settings.OAUTH2_PROVIDER = oauth2_provider_settings()
+    app = make_app()
+    token = make_token(app, reader, "raw-bearer-value", refresh="raw-refresh-value")
+    token.refresh_from_db()
+    assert token.token == "" and token.token_checksum
+    assert AccessToken.objects.filter(token="raw-bearer-value").count() == 0
+    for url in (
+        reverse("admin:oauth2_provider_accesstoken_changelist"),
+        reverse("admin:oauth2_provider_accesstoken_change", args=[token.pk]),
+        reverse("admin:django_mcp_mcpclient_change", args=[MCPClient.objects.get(client_id=app.client_id).pk]),
+    ):
+        r = admin_client.get(url)
+        assert r.status_code == 200, url
+        assert b"raw-bearer-value" not in r.content
