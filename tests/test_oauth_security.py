@@ -398,7 +398,8 @@ def test_registration_limits(oauth_server: OAuthServer, oauth_log: Any) -> None:
 def test_registration_rate_limit(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Anonymous registration per address: over the limit 429 with Retry-After; staff's token still registers."""
     tmp = tmp_path_factory.mktemp("oauth-rate")
-    server = start_oauth_server(tmp, MCP_REGISTRATION_RATE="3/120")
+    # One worker: its own in-process cache, so no other run's count in a shared Redis can leak in.
+    server = start_oauth_server(tmp, MCP_REGISTRATION_RATE="3/120", MCP_TEST_LAYER="memory")
     try:
         iat = server.live.manage(
             "mcp_client", "initial-token", "--scopes", "mcp", "--service-user", "bob", "--uses", "0"
