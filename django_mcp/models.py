@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -109,6 +111,8 @@ class InitialAccessToken(models.Model):
     expires = models.DateTimeField(_("expires"), null=True, blank=True)
     created = models.DateTimeField(_("created"), auto_now_add=True)
 
+    objects: ClassVar[models.Manager[InitialAccessToken]] = models.Manager()
+
     class Meta:
         verbose_name = _("initial access token")
         verbose_name_plural = _("initial access tokens")
@@ -129,6 +133,8 @@ class SpentAuthorizationCode(models.Model):
     access_token_checksum = models.CharField(max_length=64, blank=True, default="")
     refresh_token_checksum = models.CharField(max_length=64, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects: ClassVar[models.Manager[SpentAuthorizationCode]] = models.Manager()
 
     class Meta:
         verbose_name = _("spent authorization code")

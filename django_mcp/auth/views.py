@@ -108,7 +108,7 @@ class RegistrationView(DynamicClientRegistrationView):  # type: ignore[misc]
             allowed = TRUSTED_GRANT_TYPES if initial is not None else OPEN_GRANT_TYPES
             refusal = check_metadata(data, allowed)
             if refusal is None and initial is not None and "client_credentials" in data.get("grant_types", []):
-                if initial.service_user_id is None:
+                if initial.service_user is None:  # loaded with the token: no query
                     refusal = Refusal(
                         400,
                         "invalid_client_metadata",
