@@ -121,4 +121,21 @@ def revoke_spent_code(code: str, client_id: str) -> int:
     return n
 
 
-__all__ = ["MCPOAuth2Validator", "revoke_spent_code"]
+def prune_spent_codes(older_than_seconds: int | None = None) -> int:
+    """Forget spent codes older than the refresh-token lifetime (by then their tokens are dead anyway).
+
+    For a periodic cleanup (``mcp_cleanup``); the number of rows deleted.
+    """
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.settings import oauth2_settings
+
+    from ..models import SpentAuthorizationCode
+
+    seconds = older_than_seconds or oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS or 30 * 24 * 3600
+    cutoff = timezone.now() - timedelta(seconds=int(seconds))
+    return int(SpentAuthorizationCode.objects.filter(created__lt=cutoff).delete()[0])
+
+
+__all__ = ["MCPOAuth2Validator", "prune_spent_codes", "revoke_spent_code"]
