@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .models import MCPClient, MCPSession
+from .models import InitialAccessToken, MCPClient, MCPSession
 from .sessions import end_sessions_sync
 
 #: Characters of a session id the admin shows, and the longer prefix its URLs and checkboxes use as a key.
@@ -154,12 +154,15 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "redirect_uris",
         "grant_type",
         "last_use",
+        "allowed_scopes",
+        "service_user",
         "disabled",
         "disabled_at",
         "tokens",
         "sessions",
     )
-    readonly_fields = fields
+    readonly_fields = tuple(f for f in fields if f not in ("allowed_scopes", "service_user"))
+    raw_id_fields = ("service_user",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MCPClient]:
         from django.db.models import Count, Max, OuterRef, Subquery
@@ -288,5 +291,21 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         )
 
 
+class InitialAccessTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """RFC 7591 initial access tokens: seen and revoked (deleted) here, issued by ``manage.py mcp_client``.
+
+    Issuing stays in the command because the token is shown once and only its hash is stored.
+    """
+
+    list_display = ("__str__", "scopes", "service_user", "uses_left", "expires", "created")
+    fields = ("description", "scopes", "service_user", "uses_left", "expires", "created")
+    readonly_fields = ("created",)
+    raw_id_fields = ("service_user",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
 if django_apps.is_installed("oauth2_provider"):
     admin.site.register(MCPClient, MCPClientAdmin)
+    admin.site.register(InitialAccessToken, InitialAccessTokenAdmin)

@@ -35,6 +35,37 @@ def is_client_disabled(application: Any) -> bool:
     return bool(MCPClient.objects.filter(client_id=client_id, disabled=True).exists())
 
 
+def allowed_scopes(application: Any) -> frozenset[str] | None:
+    """The scopes staff allowed ``application`` to request; None when its record sets none."""
+    from .models import MCPClient
+
+    client_id = getattr(application, "client_id", None)
+    if not client_id:
+        return None
+    text = MCPClient.objects.filter(client_id=client_id).values_list("allowed_scopes", flat=True).first()
+    return frozenset(text.split()) if text and text.split() else None
+
+
+def service_user(application: Any) -> Any:
+    """The account a client credentials token of ``application`` acts as, or None.
+
+    The MCP client record's ``service_user``; failing that, the application's own
+    ``user`` only when staff created the application by hand (never the account that
+    happened to be signed in during a dynamic registration).
+    """
+    from .models import MCPClient
+
+    client_id = getattr(application, "client_id", None)
+    if not client_id:
+        return None
+    record = MCPClient.objects.filter(client_id=client_id).select_related("service_user").first()
+    if record is not None and record.service_user is not None:
+        return record.service_user
+    if getattr(application, "registration_source", "manual") == "manual":
+        return getattr(application, "user", None)
+    return None
+
+
 def record_client(application: Any) -> MCPClient:
     """The MCPClient row for ``application``, created on first sight."""
     from .models import MCPClient

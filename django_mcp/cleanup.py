@@ -1,4 +1,4 @@
-"""What ``manage.py mcp_cleanup`` prunes: expired and old sessions, and stored events a cache keeps.
+"""What ``manage.py mcp_cleanup`` prunes: expired and old sessions, stored events a cache keeps, spent OAuth codes.
 
 Each step counts first and changes nothing when ``dry_run`` is set, so an operator
 can see what a run would do. Deletes go in batches to keep each transaction short on
@@ -25,6 +25,7 @@ class Counts:
     expired: int = 0  # live sessions idle past SESSION_IDLE_TIMEOUT, now ended (and announced)
     deleted: int = 0  # ended sessions past SESSION_RETENTION, deleted
     events: int | None = 0  # expired stored events deleted; None: the cache expires them itself
+    spent_codes: int | None = 0  # OAuth authorization-code checksums past their use; None: OAuth not installed
 
 
 def expire_sessions(dry_run: bool) -> int:
@@ -79,6 +80,17 @@ def delete_expired_events(dry_run: bool) -> int | None:
         return int(cursor.rowcount)
 
 
+def prune_spent_codes(dry_run: bool) -> int | None:
+    """The replay-detection records of authorization codes whose tokens have expired (OAuth only)."""
+    from .auth_clients import oauth_installed
+
+    if not oauth_installed():
+        return None
+    from .auth.validators import prune_spent_codes as prune
+
+    return prune(dry_run=dry_run)
+
+
 def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     """Run every step; ``retention`` overrides ``SESSION_RETENTION`` (seconds)."""
     keep = float(mcp_settings.SESSION_RETENTION if retention is None else retention)
@@ -86,4 +98,5 @@ def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     counts.expired = expire_sessions(dry_run)
     counts.deleted = delete_ended(keep, dry_run)
     counts.events = delete_expired_events(dry_run)
+    counts.spent_codes = prune_spent_codes(dry_run)
     return counts

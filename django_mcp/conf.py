@@ -87,6 +87,19 @@ DEFAULTS: dict[str, Any] = {
     "SYNC_BOOKKEEPING_WORKERS": 4,
     # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
     "UNAVAILABLE_RETRY_AFTER": 2,
+    # -- OAuth security (production issue) --
+    # Resource URIs (RFC 8707) a token may name besides the endpoint's own canonical URI (RFC 9728); exact match.
+    "ACCEPTED_AUDIENCES": [],
+    # Dynamic client registration (RFC 7591/7592) limits: body bytes (413 above), redirect URIs per client,
+    # characters per redirect URI, and bytes of JSON in metadata fields RFC 7591 does not define (400 above).
+    "REGISTRATION_MAX_BODY_SIZE": 16 * 1024,
+    "REGISTRATION_MAX_REDIRECT_URIS": 10,
+    "REGISTRATION_MAX_URI_LENGTH": 2048,
+    "REGISTRATION_MAX_EXTRA_METADATA": 4096,
+    # Anonymous registrations per client address: [count, seconds] (429 with Retry-After above it); None: no limit.
+    "REGISTRATION_RATE_LIMIT": [20, 3600],
+    # Django cache alias counting registrations (shared by all workers when it is Redis or a database cache).
+    "REGISTRATION_RATE_CACHE": "default",
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

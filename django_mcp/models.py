@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -54,6 +56,27 @@ class MCPClient(models.Model):
     disabled = models.BooleanField(_("disabled"), default=False, db_index=True)
     disabled_at = models.DateTimeField(_("disabled at"), null=True, blank=True)
     created = models.DateTimeField(_("first seen"), auto_now_add=True)
+    allowed_scopes = models.TextField(
+        _("allowed scopes"),
+        blank=True,
+        default="",
+        help_text=_(
+            "Space-separated scopes this client may request at the token endpoint. Empty: any of the site's "
+            "scopes for a client acting for a consenting user, none for a client credentials (machine) client."
+        ),
+    )
+    service_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="mcp_service_clients",
+        verbose_name=_("service user"),
+        help_text=_(
+            "The account a client credentials token of this client acts as, with that account's permissions. "
+            "A machine token of a client naming none is refused."
+        ),
+    )
 
     class Meta:
         verbose_name = _("MCP client")
@@ -62,3 +85,57 @@ class MCPClient(models.Model):
 
     def __str__(self) -> str:
         return self.client_id
+
+
+class InitialAccessToken(models.Model):
+    """An RFC 7591 initial access token: staff's permission for one trusted dynamic registration.
+
+    Only the SHA-256 of the token is stored; ``manage.py mcp_client initial-token``
+    prints the token once. A registration presenting it may ask for the
+    ``client_credentials`` grant, and the client it creates gets this record's
+    scopes and service user.
+    """
+
+    token_checksum = models.CharField(_("token checksum"), max_length=64, unique=True, editable=False)
+    description = models.CharField(_("description"), max_length=255, blank=True, default="")
+    scopes = models.TextField(_("scopes"), blank=True, default="", help_text=_("Space-separated; given to the client."))
+    service_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("service user"),
+    )
+    uses_left = models.PositiveIntegerField(_("uses left"), null=True, blank=True, help_text=_("Empty: unlimited."))
+    expires = models.DateTimeField(_("expires"), null=True, blank=True)
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+
+    objects: ClassVar[models.Manager[InitialAccessToken]] = models.Manager()
+
+    class Meta:
+        verbose_name = _("initial access token")
+        verbose_name_plural = _("initial access tokens")
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return self.description or f"token {self.token_checksum[:8]}…"
+
+
+class SpentAuthorizationCode(models.Model):
+    """An authorization code already exchanged, and what it yielded: a replay revokes those tokens.
+
+    RFC 9700 §4.2.2 / OAuth 2.1 §4.1.3. Only checksums are kept, never a code or a token.
+    """
+
+    code_checksum = models.CharField(max_length=64, unique=True)
+    client_id = models.CharField(max_length=255)
+    access_token_checksum = models.CharField(max_length=64, blank=True, default="")
+    refresh_token_checksum = models.CharField(max_length=64, blank=True, default="")
+    created = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    objects: ClassVar[models.Manager[SpentAuthorizationCode]] = models.Manager()
+
+    class Meta:
+        verbose_name = _("spent authorization code")
+        verbose_name_plural = _("spent authorization codes")

@@ -22,7 +22,7 @@ from django.urls import include, path, re_path
 from oauth2_provider import views as dot
 from oauth2_provider.settings import oauth2_settings
 
-from .auth.views import ProtectedResourceMetadataView, RegistrationView
+from .auth.views import ProtectedResourceMetadataView, RegistrationManagementView, RegistrationView
 
 
 def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
@@ -49,7 +49,7 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
         path(f"{prefix}register/", RegistrationView.as_view(), name="dcr-register"),
         path(
             f"{prefix}register/<str:client_id>/",
-            dot.DynamicClientRegistrationManagementView.as_view(),
+            RegistrationManagementView.as_view(),
             name="dcr-register-management",
         ),
     ]

@@ -185,3 +185,50 @@ def test_actions_need_change_permission(reader: Any) -> None:
 
 def test_is_client_disabled_without_application() -> None:
     assert is_client_disabled(None) is False
+
+
+def test_staff_edit_allowed_scopes_and_service_user(admin_client: Client, reader: Any) -> None:
+    """The per-client scope list and service user are edited in the admin; the rest stays read-only."""
+    app = make_app("Nightly", "manual", "https://example.com/cb")
+    client = MCPClient.objects.get(client_id=app.client_id)
+    url = reverse("admin:django_mcp_mcpclient_change", args=[client.pk])
+    page = admin_client.get(url)
+    assert page.status_code == 200
+    assert b'name="allowed_scopes"' in page.content and b'name="service_user"' in page.content
+    assert b'name="client_id"' not in page.content and b'name="disabled"' not in page.content
+    r = admin_client.post(url, {"allowed_scopes": "mcp books:read", "service_user": str(reader.pk)})
+    assert r.status_code == 302, r.content[:500]
+    client.refresh_from_db()
+    assert client.allowed_scopes == "mcp books:read" and client.service_user == reader
+    assert client.disabled is False and client.client_id == app.client_id
+
+
+def test_initial_access_tokens_are_listed_not_added(admin_client: Client, reader: Any) -> None:
+    from django_mcp.auth import initial_tokens
+
+    raw = initial_tokens.issue(scopes=["mcp"], service_user=reader, description="ci registration")
+    r = admin_client.get(reverse("admin:django_mcp_initialaccesstoken_changelist"))
+    assert r.status_code == 200 and b"ci registration" in r.content
+    assert raw.encode() not in r.content  # only the checksum is stored
+    assert admin_client.get(reverse("admin:django_mcp_initialaccesstoken_add")).status_code == 403
+    assert initial_tokens.find(raw) is not None and initial_tokens.find(raw + "x") is None
+
+
+def test_admin_pages_with_tokens_hashed_at_rest(admin_client: Client, reader: Any, settings: Any) -> None:
+    """With tokens stored as checksums only, DOT's token admin and the MCP client page still render."""
+    from django_mcp.auth import oauth2_provider_settings
+
+    settings.OAUTH2_PROVIDER = oauth2_provider_settings()
+    app = make_app()
+    token = make_token(app, reader, "raw-bearer-value", refresh="raw-refresh-value")
+    token.refresh_from_db()
+    assert token.token == "" and token.token_checksum
+    assert AccessToken.objects.filter(token="raw-bearer-value").count() == 0
+    for url in (
+        reverse("admin:oauth2_provider_accesstoken_changelist"),
+        reverse("admin:oauth2_provider_accesstoken_change", args=[token.pk]),
+        reverse("admin:django_mcp_mcpclient_change", args=[MCPClient.objects.get(client_id=app.client_id).pk]),
+    ):
+        r = admin_client.get(url)
+        assert r.status_code == 200, url
+        assert b"raw-bearer-value" not in r.content

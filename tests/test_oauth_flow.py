@@ -187,7 +187,7 @@ async def test_client_credentials(oauth_server: OAuthServer, oauth_log: Any) -> 
         async with Client(streamable_http_client(oauth_server.url, http_client=http), mode="legacy") as client:
             result = await client.call_tool("whoami", {})
             assert result.content[0].text == "bob authenticated=True"  # type: ignore[union-attr]
-            # DOT lets a client credentials client ask for any of the site's scopes (the SDK asks for all).
+            # The client may ask for the scopes staff listed for it (the SDK steps up to secret:read).
             result = await client.call_tool("secret", {})
             assert result.content[0].text == "the secret is 42"  # type: ignore[union-attr]
 

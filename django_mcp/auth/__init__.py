@@ -41,6 +41,10 @@ RECOMMENDED: dict[str, Any] = {
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],  # http: loopback only, enforced by the validator
     "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
     "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
+    # RFC 9700 §4.14: store only a checksum of access and refresh tokens; the bearer string is shown once.
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    # The MCP endpoint checks audiences exactly (auth/audience.py); elsewhere DOT's prefix rule stays.
+    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "django_mcp.auth.audience.validate_resource",
 }
 
 

@@ -4,7 +4,9 @@ The token comes from the ``Authorization: Bearer`` header only. It is checked
 with DOT's own ``OAuthLibCore.verify_request`` (so swapped token models, DOT's
 introspection mode for a separate authorization server, and the RFC 8707
 audience validator all apply), then django_mcp adds what MCP asks for: a token
-naming no audience is refused (``REQUIRE_AUDIENCE``), the user must be active,
+naming no audience is refused (``REQUIRE_AUDIENCE``), its audience must be this
+endpoint exactly (``audience.py``), a token naming no user acts as its client's
+service user or is refused, the user must be active,
 and every refusal is a ``WWW-Authenticate: Bearer`` challenge pointing at the
 RFC 9728 metadata of this endpoint.
 """
@@ -18,9 +20,10 @@ from urllib.parse import parse_qs
 
 from django.core.signals import setting_changed
 
-from ..auth_clients import is_client_disabled
+from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
 from ..sync import run_bookkeeping
+from .audience import audience_accepted, mcp_audience_check
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _LEGACY_SUFFIXES = ("/sse", "/messages")
@@ -129,26 +132,30 @@ def _verify(scope: dict[str, Any], token: str | None) -> AuthInfo:
         )
     if token is None:
         return _refuse(request, None, "Authentication required")
-    valid, oauth_request = oauthlib_core().verify_request(request, scopes=[])
+    with mcp_audience_check():  # the exact audience rule below replaces DOT's prefix match
+        valid, oauth_request = oauthlib_core().verify_request(request, scopes=[])
     if not valid:
         error = getattr(oauth_request, "oauth2_error", None) or {}
         return _refuse(request, "invalid_token", str(error.get("error_description") or "The access token is invalid."))
     access_token = oauth_request.access_token
     if mcp_settings.REQUIRE_AUDIENCE and not access_token.resource:
         return _refuse(request, "invalid_token", "The access token was not issued for this resource.")
+    if access_token.resource and not audience_accepted(
+        access_token.resource, request.build_absolute_uri(endpoint_path(request.path))
+    ):
+        return _refuse(request, "invalid_token", "The access token is not valid for this resource.")
     application = access_token.application
     if is_client_disabled(application):
         return _refuse(request, "invalid_token", "The client of this access token is disabled.")
     user = access_token.user
-    if user is None and application is not None:
-        # Client credentials: the machine client acts as the account it was registered for.
-        user = application.user
-    if user is not None and not user.is_active:
-        return _refuse(request, "invalid_token", "The access token's user is inactive.")
     if user is None:
-        from django.contrib.auth.models import AnonymousUser
-
-        user = AnonymousUser()
+        # A token naming no user (client credentials) acts as its client's service user, never as an
+        # anonymous holder of the token's scopes.
+        user = service_user(application) if application is not None else None
+        if user is None:
+            return _refuse(request, "invalid_token", "The access token acts for no user.")
+    if not user.is_active:
+        return _refuse(request, "invalid_token", "The access token's user is inactive.")
     return AuthInfo(
         user=user,
         client_id=application.client_id if application is not None else "",

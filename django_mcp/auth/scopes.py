@@ -59,7 +59,9 @@ def available_scopes() -> list[str]:
 class MCPScopes(BaseScopes):  # type: ignore[misc]  # DOT ships no type hints
     """``OAUTH2_PROVIDER["SCOPES_BACKEND_CLASS"]`` for an MCP site.
 
-    A client asking for no scope gets all of them: the user still sees each on the consent page.
+    A client asking for no scope gets all it may request: the site's scopes, narrowed
+    to the client's ``allowed_scopes`` when staff set them; the user still sees each on
+    the consent page.
     """
 
     def get_all_scopes(self) -> dict[str, str]:
@@ -68,10 +70,20 @@ class MCPScopes(BaseScopes):  # type: ignore[misc]  # DOT ships no type hints
     def get_available_scopes(
         self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any
     ) -> list[str]:
-        return available_scopes()
+        return _for_client(application)
 
     def get_default_scopes(self, application: Any = None, request: Any = None, *args: Any, **kwargs: Any) -> list[str]:
-        return available_scopes()
+        return _for_client(application)
+
+
+def _for_client(application: Any) -> list[str]:
+    scopes = available_scopes()
+    if application is None:
+        return scopes
+    from ..auth_clients import allowed_scopes
+
+    allowed = allowed_scopes(application)
+    return scopes if allowed is None else [s for s in scopes if s in allowed]
 
 
 __all__ = ["MCPScopes", "all_scopes", "available_scopes", "declared_scopes", "scopes_for"]

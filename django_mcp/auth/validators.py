@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
-from ..auth_clients import is_client_disabled
+from ..auth_clients import allowed_scopes, is_client_disabled, service_user
 from .registration import redirect_uri_allowed
+
+
+def _checksum(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no type hints
     """``OAUTH2_PROVIDER["OAUTH2_VALIDATOR_CLASS"]`` for an MCP site.
 
     Redirect URIs must be https or loopback http, also for clients registered by
-    hand or through a Client ID Metadata Document.
+    hand or through a Client ID Metadata Document. A client asks only for the
+    scopes staff allowed it (``MCPClient.allowed_scopes``); a client credentials
+    client needs allowed scopes and a service user, or gets no token. Replaying an
+    authorization code revokes what its first exchange issued (RFC 9700 §4.2.2).
     PKCE (required, S256 only) is DOT's own: ``PKCE_REQUIRED`` and
     ``COMPLIANT_BCP_RFC9700_PKCE_METHOD``, both enforced by the system checks.
     """
@@ -32,5 +40,103 @@ class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no
             return None
         return application
 
+    # -- what a client may ask for ---------------------------------------------------------------
+    def validate_grant_type(
+        self, client_id: str, grant_type: str, client: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> bool:
+        if not super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs):
+            return False
+        if grant_type == "client_credentials":
+            # A machine token acts as a service user or not at all (see docs/auth.md).
+            user = service_user(client)
+            return bool(user is not None and user.is_active)
+        return True
 
-__all__ = ["MCPOAuth2Validator"]
+    def validate_scopes(
+        self, client_id: str, scopes: list[str], client: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> bool:
+        if not super().validate_scopes(client_id, scopes, client, request, *args, **kwargs):
+            return False
+        allowed = allowed_scopes(client)
+        if allowed is None:
+            # No list: a user consents to each scope; a machine client gets nothing nobody approved.
+            return getattr(request, "grant_type", None) != "client_credentials"
+        return set(scopes).issubset(allowed)
+
+    # -- authorization code replay ---------------------------------------------------------------
+    def save_bearer_token(self, token: dict[str, Any], request: Any, *args: Any, **kwargs: Any) -> Any:
+        result = super().save_bearer_token(token, request, *args, **kwargs)
+        if getattr(request, "grant_type", None) == "authorization_code":
+            request.mcp_issued = (token.get("access_token") or "", token.get("refresh_token") or "")
+        return result
+
+    def invalidate_authorization_code(self, client_id: str, code: str, request: Any, *args: Any, **kwargs: Any) -> None:
+        super().invalidate_authorization_code(client_id, code, request, *args, **kwargs)
+        from ..models import SpentAuthorizationCode
+
+        access, refresh = getattr(request, "mcp_issued", ("", ""))
+        SpentAuthorizationCode.objects.get_or_create(
+            code_checksum=_checksum(code),
+            defaults={
+                "client_id": client_id or getattr(request.client, "client_id", ""),
+                "access_token_checksum": _checksum(access) if access else "",
+                "refresh_token_checksum": _checksum(refresh) if refresh else "",
+            },
+        )
+
+    def validate_code(self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        revoke_spent_code(code, getattr(client, "client_id", client_id))
+        return False
+
+
+def revoke_spent_code(code: str, client_id: str) -> int:
+    """When ``code`` was already exchanged by ``client_id``: revoke the tokens that exchange issued
+    (and their whole refresh family, rotations included). The number of access tokens revoked."""
+    from django.db import transaction
+    from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+    from ..models import SpentAuthorizationCode
+
+    spent = SpentAuthorizationCode.objects.filter(code_checksum=_checksum(code), client_id=client_id).first()
+    if spent is None:
+        return 0
+    access_model, refresh_model = get_access_token_model(), get_refresh_token_model()
+    with transaction.atomic():
+        n = 0
+        if spent.refresh_token_checksum:
+            refresh = refresh_model.objects.filter(token_checksum=spent.refresh_token_checksum).first()
+            if refresh is not None:
+                if refresh.token_family:
+                    family = refresh_model.objects.filter(token_family=refresh.token_family)
+                    n += access_model.objects.filter(pk__in=family.values("access_token_id")).count()
+                    refresh_model.revoke_family(refresh.token_family)
+                else:
+                    refresh.revoke()
+        if spent.access_token_checksum:
+            n += access_model.objects.filter(token_checksum=spent.access_token_checksum).delete()[0]
+        spent.access_token_checksum = spent.refresh_token_checksum = ""
+        spent.save(update_fields=["access_token_checksum", "refresh_token_checksum"])
+    return n
+
+
+def prune_spent_codes(older_than_seconds: int | None = None, dry_run: bool = False) -> int:
+    """Forget spent codes older than the refresh-token lifetime (by then their tokens are dead anyway).
+
+    For a periodic cleanup (``mcp_cleanup``); the number of rows deleted (counted only with ``dry_run``).
+    """
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from oauth2_provider.settings import oauth2_settings
+
+    from ..models import SpentAuthorizationCode
+
+    seconds = older_than_seconds or oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS or 30 * 24 * 3600
+    cutoff = timezone.now() - timedelta(seconds=int(seconds))
+    old = SpentAuthorizationCode.objects.filter(created__lt=cutoff)
+    return int(old.count() if dry_run else old.delete()[0])
+
+
+__all__ = ["MCPOAuth2Validator", "prune_spent_codes", "revoke_spent_code"]

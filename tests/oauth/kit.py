@@ -408,5 +408,8 @@ from oauth2_provider.generators import generate_client_secret
 secret = generate_client_secret()
 app = Application.objects.create(name="machine", client_type="confidential", client_secret=secret,
     authorization_grant_type="client-credentials", user=User.objects.get(username="bob"))
+from django_mcp.models import MCPClient
+# Staff list the scopes a machine client may request; by hand, the application's user is its service user.
+MCPClient.objects.update_or_create(client_id=app.client_id, defaults={"allowed_scopes": "mcp secret:read"})
 print(app.client_id, secret)
 """

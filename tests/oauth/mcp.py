@@ -29,3 +29,11 @@ def secret_prompt() -> str:
 def vault() -> str:
     """A resource behind the secret:read scope."""
     return "vault contents"
+
+
+@site.tool(permissions=["auth.add_group"])
+def create_group(name: str) -> str:
+    """A write (needs auth.add_group): what an unapproved machine token must never reach."""
+    from django.contrib.auth.models import Group
+
+    return Group.objects.create(name=name).name

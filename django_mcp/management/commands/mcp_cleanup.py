@@ -3,7 +3,8 @@
 Ends sessions idle past ``SESSION_IDLE_TIMEOUT`` (and tells every worker over the
 channel layer, so their caches drop them and their GET streams close), deletes
 sessions ended more than ``SESSION_RETENTION`` seconds ago, and deletes expired
-stored SSE events where the cache cannot expire them itself (the database cache).
+stored SSE events where the cache cannot expire them itself (the database cache),
+and, with OAuth, the replay-detection records of codes whose tokens have expired.
 Prints the counts; ``--dry-run`` prints what a run would do and changes nothing.
 """
 
@@ -39,3 +40,5 @@ class Command(BaseCommand):
         self.stdout.write(f"idle sessions {verb}ended: {counts.expired}")
         self.stdout.write(f"ended sessions {verb}deleted: {counts.deleted}")
         self.stdout.write(f"stored events: {events}")
+        if counts.spent_codes is not None:
+            self.stdout.write(f"spent authorization codes {verb}deleted: {counts.spent_codes}")
