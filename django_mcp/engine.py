@@ -38,6 +38,7 @@ from .protocol.versions import at_least, is_stateless, negotiate
 from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
+from .unavailable import Unavailable
 
 logger = logging.getLogger("django_mcp")
 
@@ -380,7 +381,11 @@ class Engine:
         n = self._listening.get(session_id, 0)
         self._listening[session_id] = n + 1
         if n == 0:
-            await hub.join(session_group(session_id), self._on_session_message)
+            try:
+                await hub.join(session_group(session_id), self._on_session_message)
+            except Unavailable as exc:
+                # Answers and cancellations posted to this worker still arrive; others wait for the layer.
+                logger.warning("django_mcp: not listening for session messages (%s)", exc)
 
     async def _unlisten(self, session_id: str) -> None:
         n = self._listening.get(session_id, 0) - 1

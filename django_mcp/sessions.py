@@ -10,6 +10,7 @@ so every worker drops it at once.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from datetime import timedelta
@@ -20,6 +21,9 @@ from django.utils import timezone
 
 from .conf import mcp_settings
 from .routing import hub
+from .unavailable import Unavailable
+
+logger = logging.getLogger("django_mcp")
 
 
 class SessionState:
@@ -195,7 +199,11 @@ class SessionStore:
 
         await MCPSession.objects.filter(id=state.id).aupdate(**fields)
         self._local[state.id] = state
-        await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
+        try:
+            await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
+        except Unavailable as exc:
+            # Saved: other workers catch up when they revalidate (SESSION_REVALIDATE_INTERVAL) or reload.
+            logger.warning("django_mcp: session change not broadcast (%s)", exc)
 
     async def is_initialized(self, state: SessionState) -> bool:
         """Whether the client sent notifications/initialized (asks the database if another worker got it)."""
