@@ -196,11 +196,7 @@ class Exchange:
     async def subscribe(self, uri: str, on: bool) -> None:
         if self.session is None:
             return
-        subs = self.session.subscriptions
-        if on == (uri in subs):
-            return
-        subs.add(uri) if on else subs.discard(uri)
-        await store.update(self.session, subscriptions=sorted(subs))
+        await store.set_subscription(self.session, uri, on)
 
 
 def negotiate_initialize(request: jsonrpc.Request) -> tuple[str, dict[str, Any]]:

@@ -205,6 +205,38 @@ class SessionStore:
             # Saved: other workers catch up when they revalidate (SESSION_REVALIDATE_INTERVAL) or reload.
             logger.warning("django_mcp: session change not broadcast (%s)", exc)
 
+    async def set_subscription(self, state: SessionState, uri: str, on: bool) -> None:
+        """Add or drop one resource subscription, atomically in the database.
+
+        Two workers may take a session's subscribe requests one after the other before either
+        has heard of the other's change: a read-modify-write of their cached sets would drop one.
+        """
+        from django.db import transaction
+
+        from .models import MCPSession
+
+        def change() -> list[str] | None:
+            with transaction.atomic():
+                row = MCPSession.objects.select_for_update().filter(id=state.id).only("id", "subscriptions").first()
+                if row is None:
+                    return None
+                subs = set(row.subscriptions or ())
+                if (uri in subs) != on:
+                    subs.add(uri) if on else subs.discard(uri)
+                    row.subscriptions = sorted(subs)
+                    row.save(update_fields=["subscriptions"])
+                return sorted(subs)
+
+        current = await sync_to_async(change)()
+        if current is None:
+            return
+        state.subscriptions = set(current)
+        self._local[state.id] = state
+        try:
+            await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": {"subscriptions": current}})
+        except Unavailable as exc:
+            logger.warning("django_mcp: session change not broadcast (%s)", exc)
+
     async def is_initialized(self, state: SessionState) -> bool:
         """Whether the client sent notifications/initialized (asks the database if another worker got it)."""
         if not state.initialized:
