@@ -10,9 +10,9 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-from typing import Any  # noqa: E402
+from typing import Any
 
-from tests.asgi import application as inner  # noqa: E402
+from tests.asgi import application as inner
 
 _DROP = frozenset({b"x-forwarded-for", b"forwarded", b"x-real-ip"})
 
