@@ -20,7 +20,6 @@ re-adds them well before the layer's ``group_expiry`` would drop this worker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -53,6 +52,8 @@ class Hub:
         self._lock: asyncio.Lock | None = None
         self._joined: set[str] = set()  # groups the layer confirmed (group_add returned)
         self._broken = False  # the layer failed: re-add every group before receiving again
+        self._stale: set[str] = set()  # groups left locally whose group_discard failed: retried
+        self._sweeper: asyncio.Task[None] | None = None
         self.recoveries = 0
 
     async def _ensure(self) -> None:
@@ -196,8 +197,31 @@ class Hub:
         if self._drop(group, listener) and group != BROADCAST and group in self._joined:
             self._joined.discard(group)
             if self._layer is not None:
-                with contextlib.suppress(Exception):
+                try:
                     await self._layer.group_discard(group, self._channel)
+                except Exception as exc:  # noqa: BLE001 - pool exhausted, layer down: whatever it raises
+                    # Pool exhausted or layer down: retried, so no group is left behind in the layer.
+                    logger.debug("django_mcp hub: group_discard failed (%s); retrying", exc)
+                    self._stale.add(group)
+                    if self._sweeper is None or self._sweeper.done():
+                        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def _sweep(self) -> None:
+        """Discard the groups ``leave`` could not, until none is left (or the layer is gone for good)."""
+        for _attempt in range(600):
+            await asyncio.sleep(0.5)
+            for group in sorted(self._stale):
+                if group in self._listeners:  # joined again meanwhile: keep it
+                    self._stale.discard(group)
+                    continue
+                try:
+                    await self._layer.group_discard(group, self._channel)
+                except Exception as exc:  # noqa: BLE001 - as above
+                    logger.debug("django_mcp hub: group_discard failed again (%s)", exc)
+                    continue
+                self._stale.discard(group)
+            if not self._stale:
+                return
 
     async def publish(self, group: str, payload: dict[str, Any]) -> None:
         """Send to every listener of ``group`` on any worker; ``Unavailable`` when the layer is down."""

@@ -254,7 +254,10 @@ def test_c_group_membership_refreshed_before_group_expiry(deployment: Deployment
 
 
 # -- g. 500 streams at once --------------------------------------------------------------------------------
-async def _open(port: int, sid: str) -> tuple[int, dict[str, str], asyncio.StreamWriter | None]:
+Opened = tuple[int, dict[str, str], asyncio.StreamWriter | None]
+
+
+async def _open(port: int, sid: str) -> Opened:
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
         writer.write(
@@ -271,14 +274,18 @@ async def _open(port: int, sid: str) -> tuple[int, dict[str, str], asyncio.Strea
     return int(lines[0].split()[1]), headers, writer
 
 
-async def _burst(port: int, sids: list[str]) -> list[tuple[int, dict[str, str], asyncio.StreamWriter | None]]:
+async def _burst(port: int, sids: list[str]) -> list[Opened]:
     return list(await asyncio.gather(*(_open(port, sid) for sid in sids)))
 
 
-def _close(opened: list[tuple[int, dict[str, str], asyncio.StreamWriter | None]]) -> None:
-    for _s, _h, writer in opened:
-        if writer is not None:
+def _close(loop: asyncio.AbstractEventLoop, opened: list[Opened]) -> None:
+    async def close_all() -> None:
+        writers = [w for _s, _h, w in opened if w is not None]
+        for writer in writers:
             writer.close()
+        await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers), return_exceptions=True), 10)
+
+    loop.run_until_complete(close_all())
 
 
 @pytest.mark.parametrize("deployment", [{"MCP_MAX_STREAMS": "200", "MCP_REDIS_MAX_CONN": "40"}], indirect=True)
@@ -294,7 +301,7 @@ def test_g_500_streams_at_once(deployment: Deployment) -> None:
         opened = loop.run_until_complete(_burst(d.nginx.port, [sids[i % 100] for i in range(500)]))
         statuses = [s for s, _h, _w in opened]
         groups_open = len(d.redis_keys("asgi:group:mcp.s.*"))
-        _close(opened)
+        _close(loop, opened)
         time.sleep(0.5)
         deadline = time.monotonic() + 10
         while (left := d.redis_keys("asgi:group:mcp.s.*")) and time.monotonic() < deadline:
@@ -310,11 +317,11 @@ def test_g_500_streams_at_once(deployment: Deployment) -> None:
         assert left == []
         # Not one stream slot leaked: worker 0 again takes exactly MAX_STREAMS streams, then says 503.
         port = d.nodes[0].port
-        again: list[tuple[int, dict[str, str], asyncio.StreamWriter | None]] = []
+        again: list[Opened] = []
         for start in range(0, 200, 20):
             again += loop.run_until_complete(_burst(port, sids[start % 100 : start % 100 + 20]))
         over = loop.run_until_complete(_burst(port, sids[:1]))
-        _close(again + over)
+        _close(loop, again + over)
         assert [s for s, _h, _w in again].count(200) == 200, [s for s, _h, _w in again]
         assert over[0][0] == 503 and over[0][1].get("retry-after")
     finally:
