@@ -60,7 +60,7 @@ def test_a_get_stream_worker_killed_loses_nothing(deployment: Deployment) -> Non
     d = deployment
     c = Client(d.url)
     c.initialize()
-    n = 40
+    n = 30
     for i in range(n):
         c.subscribe(f"test://items/{i}")
     stream = ResumingStream(d.url, c.headers())
@@ -76,7 +76,7 @@ def test_a_get_stream_worker_killed_loses_nothing(deployment: Deployment) -> Non
             statuses.append(r.status_code)
             if r.status_code == 200:
                 ok.append(f"test://items/{i}")
-            time.sleep(0.08)
+            time.sleep(0.05)
 
     thread = threading.Thread(target=produce)
     thread.start()
