@@ -146,6 +146,9 @@ class Hub:
                 logger.debug("django_mcp hub: channel layer receive interrupted (%s); retrying", exc)
                 continue
             except Exception as exc:  # noqa: BLE001 - a layer outage must not kill the hub
+                if type(exc).__name__ == "TimeoutError":  # redis-py's own class: the same routine timeout
+                    logger.debug("django_mcp hub: channel layer receive interrupted (%s); retrying", exc)
+                    continue
                 logger.warning("django_mcp hub: channel layer receive failed (%s); recovering", exc)
                 self._broken = True
                 await asyncio.sleep(0.2)
@@ -229,10 +232,14 @@ class Hub:
         if self._layer is None:
             self._deliver(group, payload)
             return
-        try:
-            await self._layer.group_send(group, {"type": "mcp.message", "group": group, "payload": payload})
-        except Exception as exc:
-            raise Unavailable(f"Channel layer unavailable: {exc}") from exc
+        message = {"type": "mcp.message", "group": group, "payload": payload}
+        for attempt in (1, 2):  # once more: after a Redis restart the pool's first connection is a dead one
+            try:
+                await self._layer.group_send(group, message)
+                return
+            except Exception as exc:
+                if attempt == 2 or "MaxConnections" in type(exc).__name__:
+                    raise Unavailable(f"Channel layer unavailable: {exc}") from exc
 
     async def broadcast(self, payload: dict[str, Any]) -> None:
         """Publish to every worker; replayable kinds are stored first, so a resumed GET stream gets them."""
