@@ -100,6 +100,18 @@ DEFAULTS: dict[str, Any] = {
     "REGISTRATION_RATE_LIMIT": [20, 3600],
     # Django cache alias counting registrations (shared by all workers when it is Redis or a database cache).
     "REGISTRATION_RATE_CACHE": "default",
+    # -- Streams, event store and channel-layer faults (production issue: streams) --
+    # Events kept per session for its GET stream, and broadcasts kept for replay to resumed GET streams.
+    "EVENT_STORE_SESSION_MAX_EVENTS": 1000,
+    "EVENT_STORE_BROADCAST_MAX_EVENTS": 1000,
+    # Seconds a POST stream's writer lease lives unrenewed (renewed every third of it); a stream resumed
+    # after its writer died ends with a retryable error within about this long.
+    "WRITER_LEASE_TTL": 15,
+    # Open GET streams per worker process; above it 503 with Retry-After.
+    "MAX_STREAMS": 1000,
+    # Seconds between re-adding this worker's channel-layer groups (capped at a quarter of group_expiry).
+    "LAYER_REFRESH_INTERVAL": 60,
+    # Retry-After (seconds) on a 503 when the channel layer or the event store is unavailable or saturated.
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})

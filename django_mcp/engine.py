@@ -39,7 +39,7 @@ from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
 from .sync import drop_shared_connections
-from .unavailable import database_error
+from .unavailable import Unavailable, database_error
 
 logger = logging.getLogger("django_mcp")
 
@@ -197,11 +197,7 @@ class Exchange:
     async def subscribe(self, uri: str, on: bool) -> None:
         if self.session is None:
             return
-        subs = self.session.subscriptions
-        if on == (uri in subs):
-            return
-        subs.add(uri) if on else subs.discard(uri)
-        await store.update(self.session, subscriptions=sorted(subs))
+        await store.set_subscription(self.session, uri, on)
 
 
 def negotiate_initialize(request: jsonrpc.Request) -> tuple[str, dict[str, Any]]:
@@ -386,7 +382,11 @@ class Engine:
         n = self._listening.get(session_id, 0)
         self._listening[session_id] = n + 1
         if n == 0:
-            await hub.join(session_group(session_id), self._on_session_message)
+            try:
+                await hub.join(session_group(session_id), self._on_session_message)
+            except Unavailable as exc:
+                # Answers and cancellations posted to this worker still arrive; others wait for the layer.
+                logger.warning("django_mcp: not listening for session messages (%s)", exc)
 
     async def _unlisten(self, session_id: str) -> None:
         n = self._listening.get(session_id, 0) - 1

@@ -1,20 +1,43 @@
 """Event store for SSE resumption, on Django's cache framework.
 
-Every SSE event we send gets an id ``<stream>_<seq>``; the event is kept under its
-stream's key (bounded, expiring) so a client that lost the connection can send
-``Last-Event-ID`` and receive exactly the events of that stream it missed, from
-whichever worker it reconnects to (with a shared cache such as Redis).
+Three logs, all bounded and expiring, readable from every worker (with a shared cache
+such as Redis):
+
+* a POST response stream keeps its events under one key (``<stream>_<seq>`` ids); it has
+  one writer, which also renews a *lease* while the request runs, so a stream resumed on
+  another worker can tell a slow writer from a dead one;
+* a session's GET stream events (server notifications for that session) are stored by the
+  publisher, one key per event, numbered by ``cache.incr`` so the sequence is unique per
+  session across workers, whether or not a stream is attached anywhere;
+* broadcasts a GET stream carries (``list_changed``, ``resource_updated``) are stored once,
+  in a global log with its own ``incr`` sequence.
+
+A GET stream's event id carries both positions (``g<stream>_<session seq>.<broadcast seq>``),
+so a resumed stream replays exactly what came after both.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.core.cache import caches
 
 from .conf import mcp_settings
+from .unavailable import BackendUnavailable, Unavailable
+
+logger = logging.getLogger("django_mcp")
+
+T = TypeVar("T")
+
+#: Broadcast kinds a GET stream turns into notifications: the ones worth replaying.
+REPLAYABLE = frozenset({"list_changed", "resource_updated"})
+_PREFIX = "django_mcp:"
+_BSEQ = _PREFIX + "bseq"
 
 
 def new_stream_id() -> str:
@@ -32,16 +55,55 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
     return stream, int(seq)
 
 
+def get_event_id(stream: str, s: int, b: int) -> str:
+    """A GET stream's event id: its session-log and broadcast-log positions."""
+    return f"{stream}_{s}.{b}"
+
+
+def parse_get_event_id(value: str) -> tuple[str, int, int] | None:
+    stream, _, rest = value.partition("_")
+    s, _, b = rest.partition(".")
+    if not stream or not s.isdigit() or not b.isdigit() or len(value) > 64:
+        return None
+    return stream, int(s), int(b)
+
+
 def _key(session: str, stream: str) -> str:
-    return f"django_mcp:ev:{session}:{stream}"
+    return f"{_PREFIX}ev:{session}:{stream}"
+
+
+def _lease_key(session: str, stream: str) -> str:
+    return f"{_PREFIX}lease:{session}:{stream}"
+
+
+def _sseq_key(session: str) -> str:
+    return f"{_PREFIX}sseq:{session}"
+
+
+def _sev_key(session: str, n: int) -> str:
+    return f"{_PREFIX}se:{session}:{n}"
+
+
+def _bev_key(n: int) -> str:
+    return f"{_PREFIX}b:{n}"
+
+
+def _next(cache: Any, key: str, timeout: float | None) -> int:
+    """The next number of a counter shared by every worker (atomic ``INCR`` on Redis)."""
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # the counter does not exist yet
+        cache.add(key, 0, timeout)
+        return int(cache.incr(key))
 
 
 class EventStore:
-    """Append-and-replay per stream; a stream belongs to one session and has one writer."""
+    """The three logs; each ``*_sync`` method is one short cache round trip or two."""
 
     def _cache(self) -> Any:
         return caches[mcp_settings.EVENT_STORE_CACHE]
 
+    # -- POST response streams: one writer each ------------------------------------------------
     def append_sync(self, session: str, stream: str, seq: int, data: bytes, done: bool = False) -> None:
         cache = self._cache()
         key = _key(session, stream)
@@ -53,9 +115,10 @@ class EventStore:
         entry["done"] = entry["done"] or done
         cache.set(key, entry, mcp_settings.EVENT_STORE_TTL)
 
-    def open_sync(self, session: str, stream: str) -> None:
+    def open_sync(self, session: str, stream: str, request_id: Any = None) -> None:
         """Make a stream known (no events yet), so a client can resume it from its priming event."""
-        self._cache().add(_key(session, stream), {"events": [], "done": False}, mcp_settings.EVENT_STORE_TTL)
+        entry = {"events": [], "done": False, "rid": request_id}
+        self._cache().add(_key(session, stream), entry, mcp_settings.EVENT_STORE_TTL)
 
     def replay_sync(self, session: str, stream: str, after: int) -> tuple[list[tuple[int, bytes]], bool] | None:
         """Events after ``after`` and whether the stream has ended; None for an unknown stream."""
@@ -63,6 +126,10 @@ class EventStore:
         if entry is None:
             return None
         return [(s, d) for s, d in entry["events"] if s > after], bool(entry["done"])
+
+    def request_id_sync(self, session: str, stream: str) -> Any:
+        entry = self._cache().get(_key(session, stream))
+        return None if entry is None else entry.get("rid")
 
     def mark_done_sync(self, session: str, stream: str) -> None:
         cache = self._cache()
@@ -72,28 +139,148 @@ class EventStore:
             entry["done"] = True
             cache.set(key, entry, mcp_settings.EVENT_STORE_TTL)
 
-    async def append(self, session: str, stream: str, seq: int, data: bytes, done: bool = False) -> None:
-        if _is_local_cache():
-            self.append_sync(session, stream, seq, data, done)
-        else:
-            await sync_to_async(self.append_sync, thread_sensitive=False)(session, stream, seq, data, done)
+    def lease_sync(self, session: str, stream: str) -> None:
+        """The writer is alive for another ``WRITER_LEASE_TTL`` seconds."""
+        self._cache().set(_lease_key(session, stream), 1, mcp_settings.WRITER_LEASE_TTL)
 
-    async def open(self, session: str, stream: str) -> None:
-        if _is_local_cache():
-            self.open_sync(session, stream)
-        else:
-            await sync_to_async(self.open_sync, thread_sensitive=False)(session, stream)
+    def release_sync(self, session: str, stream: str) -> None:
+        self._cache().delete(_lease_key(session, stream))
+
+    def leased_sync(self, session: str, stream: str) -> bool:
+        return self._cache().get(_lease_key(session, stream)) is not None
+
+    # -- a session's GET stream ---------------------------------------------------------------
+    def append_session_sync(self, session: str, data: bytes) -> int:
+        """Store one event for the session's GET stream; its number, unique across workers."""
+        cache = self._cache()
+        ttl = mcp_settings.EVENT_STORE_TTL
+        n = _next(cache, _sseq_key(session), max(ttl, mcp_settings.SESSION_IDLE_TIMEOUT) * 2)
+        cache.set(_sev_key(session, n), (time.time(), data), ttl)
+        cap = int(mcp_settings.EVENT_STORE_SESSION_MAX_EVENTS)
+        if n > cap:
+            cache.delete(_sev_key(session, n - cap))
+        return n
+
+    def session_position_sync(self, session: str) -> int:
+        return int(self._cache().get(_sseq_key(session)) or 0)
+
+    def session_after_sync(self, session: str, after: int, upto: int | None = None) -> list[tuple[int, float, bytes]]:
+        """Stored events numbered after ``after`` (up to ``upto``, else the newest), oldest first."""
+        cache = self._cache()
+        last = self.session_position_sync(session) if upto is None else upto
+        first = max(after, last - int(mcp_settings.EVENT_STORE_SESSION_MAX_EVENTS)) + 1
+        if first > last:
+            return []
+        found = cache.get_many([_sev_key(session, n) for n in range(first, last + 1)])
+        out = []
+        for n in range(first, last + 1):
+            hit = found.get(_sev_key(session, n))
+            if hit is not None:
+                out.append((n, float(hit[0]), bytes(hit[1])))
+        return out
+
+    # -- broadcasts ---------------------------------------------------------------------------
+    def stamp_broadcast_sync(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Store a replayable broadcast and number it (``bseq``); other kinds pass unchanged.
+
+        With the store down the broadcast still goes out live, unnumbered: a stream that
+        is attached gets it, a resumed one cannot.
+        """
+        if payload.get("kind") not in REPLAYABLE:
+            return payload
+        try:
+            cache = self._cache()
+            n = _next(cache, _BSEQ, None)
+            cache.set(_bev_key(n), (time.time(), payload), mcp_settings.EVENT_STORE_TTL)
+            cap = int(mcp_settings.EVENT_STORE_BROADCAST_MAX_EVENTS)
+            if n > cap:
+                cache.delete(_bev_key(n - cap))
+        except Exception as exc:  # noqa: BLE001 - whatever the cache backend raises when it is down
+            logger.warning("django_mcp: event store unavailable, broadcast not stored (%s)", exc)
+            return payload
+        return {**payload, "bseq": n}
+
+    def broadcast_position_sync(self) -> int:
+        return int(self._cache().get(_BSEQ) or 0)
+
+    def broadcasts_after_sync(self, after: int, upto: int | None = None) -> list[tuple[int, float, dict[str, Any]]]:
+        cache = self._cache()
+        last = self.broadcast_position_sync() if upto is None else upto
+        first = max(after, last - int(mcp_settings.EVENT_STORE_BROADCAST_MAX_EVENTS)) + 1
+        if first > last:
+            return []
+        found = cache.get_many([_bev_key(n) for n in range(first, last + 1)])
+        out = []
+        for n in range(first, last + 1):
+            hit = found.get(_bev_key(n))
+            if hit is not None:
+                out.append((n, float(hit[0]), dict(hit[1])))
+        return out
+
+    # -- async faces ----------------------------------------------------------------------------
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a store call off the event loop (LocMem inline); a cache failure becomes ``Unavailable``."""
+        try:
+            if _is_local_cache():
+                return fn(*args)
+            return await sync_to_async(fn, thread_sensitive=False)(*args)
+        except Exception as exc:
+            raise BackendUnavailable(f"Event store unavailable ({type(exc).__name__})") from exc
+
+    async def _try(self, fn: Callable[..., Any], *args: Any) -> None:
+        """A write the caller can do without: logged, never raised."""
+        try:
+            await self._call(fn, *args)
+        except Unavailable as exc:
+            logger.warning("django_mcp: %s", exc)
+
+    async def append(self, session: str, stream: str, seq: int, data: bytes, done: bool = False) -> None:
+        await self._try(self.append_sync, session, stream, seq, data, done)
+
+    async def open(self, session: str, stream: str, request_id: Any = None) -> None:
+        await self._try(self.open_sync, session, stream, request_id)
 
     async def replay(self, session: str, stream: str, after: int) -> tuple[list[tuple[int, bytes]], bool] | None:
-        if _is_local_cache():
-            return self.replay_sync(session, stream, after)
-        return await sync_to_async(self.replay_sync, thread_sensitive=False)(session, stream, after)
+        return await self._call(self.replay_sync, session, stream, after)
+
+    async def request_id(self, session: str, stream: str) -> Any:
+        return await self._call(self.request_id_sync, session, stream)
 
     async def mark_done(self, session: str, stream: str) -> None:
+        await self._try(self.mark_done_sync, session, stream)
+
+    async def lease(self, session: str, stream: str) -> None:
+        await self._try(self.lease_sync, session, stream)
+
+    async def release(self, session: str, stream: str) -> None:
+        await self._try(self.release_sync, session, stream)
+
+    async def leased(self, session: str, stream: str) -> bool:
+        return await self._call(self.leased_sync, session, stream)
+
+    async def append_session(self, session: str, data: bytes) -> int | None:
+        try:
+            return await self._call(self.append_session_sync, session, data)
+        except Unavailable as exc:
+            logger.warning("django_mcp: %s", exc)
+            return None
+
+    async def positions(self, session: str) -> tuple[int, int]:
+        """Where a new GET stream starts: the newest session and broadcast numbers."""
+        return await self._call(lambda: (self.session_position_sync(session), self.broadcast_position_sync()))
+
+    async def session_after(self, session: str, after: int, upto: int | None = None) -> list[tuple[int, float, bytes]]:
+        return await self._call(self.session_after_sync, session, after, upto)
+
+    async def broadcasts_after(self, after: int, upto: int | None = None) -> list[tuple[int, float, dict[str, Any]]]:
+        return await self._call(self.broadcasts_after_sync, after, upto)
+
+    async def stamp_broadcast(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if payload.get("kind") not in REPLAYABLE:
+            return payload
         if _is_local_cache():
-            self.mark_done_sync(session, stream)
-        else:
-            await sync_to_async(self.mark_done_sync, thread_sensitive=False)(session, stream)
+            return self.stamp_broadcast_sync(payload)
+        return await sync_to_async(self.stamp_broadcast_sync, thread_sensitive=False)(payload)
 
 
 def _is_local_cache() -> bool:

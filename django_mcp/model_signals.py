@@ -11,6 +11,7 @@ made the change.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,8 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from .conf import mcp_settings
 from .routing import BROADCAST, hub
+
+logger = logging.getLogger("django_mcp")
 
 if TYPE_CHECKING:
     from .model_resources import ModelResource
@@ -58,12 +61,19 @@ def uris_for(obj: models.Model) -> list[str]:
 
 def send_sync(payloads: Iterable[dict[str, Any]]) -> None:
     """Broadcast from sync code: straight to the channel layer, else to this process's hub."""
+    from .events import events
+
     layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
     for payload in payloads:
         if layer is None:
             async_to_sync(hub.broadcast)(payload)
-        else:
-            async_to_sync(layer.group_send)(BROADCAST, {"type": "mcp.message", "group": BROADCAST, "payload": payload})
+            continue
+        # Stored first (as hub.broadcast does), so a GET stream resumed later replays it.
+        stamped = events.stamp_broadcast_sync(payload)
+        try:
+            async_to_sync(layer.group_send)(BROADCAST, {"type": "mcp.message", "group": BROADCAST, "payload": stamped})
+        except Exception as exc:  # noqa: BLE001 - a layer outage must not fail the save that triggered it
+            logger.warning("django_mcp: broadcast not sent, channel layer unavailable (%s)", exc)
 
 
 def _schedule(payloads: list[dict[str, Any]], using: str | None) -> None:

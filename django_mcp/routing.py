@@ -10,12 +10,16 @@ Groups:
   ``mcp.s.<session id>``  answers to server->client requests, cancellations,
                           notifications for a session's GET stream, session end
   ``mcp.all``             list_changed / resource updates / session invalidation
+
+A group counts as joined only once ``group_add`` returned; after a layer outage the
+receive loop re-adds every group before it receives again (a restarted Redis has
+none) and tells local listeners to ``resync`` from the event store, and a refresher
+re-adds them well before the layer's ``group_expiry`` would drop this worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -24,6 +28,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from .conf import mcp_settings
+from .unavailable import BackendUnavailable
 
 logger = logging.getLogger("django_mcp")
 
@@ -41,10 +46,19 @@ class Hub:
         self._layer: Any = None
         self._channel: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._refresher: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._lock: asyncio.Lock | None = None
-        self._joined: set[str] = set()
+        self._joined: set[str] = set()  # groups the layer confirmed (group_add returned)
+        self._broken = False  # the layer failed: re-add every group before receiving again
+        self._stale: set[str] = set()  # groups left locally whose group_discard failed: retried
+        self._sweeper: asyncio.Task[None] | None = None
+        self.recoveries = 0
+
+    async def start(self) -> None:
+        """Listen on the broadcast group from now on: a worker that caches sessions must hear them change."""
+        await self._ensure()
 
     async def _ensure(self) -> None:
         loop = asyncio.get_running_loop()
@@ -61,32 +75,87 @@ class Hub:
             self._layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
             if self._layer is not None:
                 self._channel = await self._layer.new_channel("mcp-hub.")
+                try:
+                    await self._group_add(BROADCAST)
+                except Exception as exc:  # noqa: BLE001 - the receive loop re-adds it once the layer is back
+                    logger.warning("django_mcp hub: channel layer unavailable at start (%s)", exc)
+                    self._broken = True
                 self._task = loop.create_task(self._receive_loop())
-                await self._group_add(BROADCAST)
+                self._refresher = loop.create_task(self._refresh_loop())
             self._started = True
 
     async def _group_add(self, group: str) -> None:
+        """Join ``group`` in the layer; recorded as joined only once the layer confirmed it."""
         if self._layer is not None and group not in self._joined:
-            self._joined.add(group)
             await self._layer.group_add(group, self._channel)
+            self._joined.add(group)
+
+    def _wanted(self) -> set[str]:
+        return {BROADCAST, *(g for g, ls in self._listeners.items() if ls)}
+
+    async def _rejoin(self) -> None:
+        """Add this worker's channel to every group it listens on (again): after a layer outage
+        (a restarted Redis has no groups) and periodically, before ``group_expiry`` drops it."""
+        for group in sorted(self._wanted()):
+            await self._layer.group_add(group, self._channel)
+            self._joined.add(group)
+
+    def refresh_interval(self) -> float:
+        """``LAYER_REFRESH_INTERVAL``, but at most a quarter of the layer's ``group_expiry``."""
+        interval = float(mcp_settings.LAYER_REFRESH_INTERVAL)
+        expiry = getattr(self._layer, "group_expiry", None)
+        if isinstance(expiry, (int, float)) and expiry > 0:
+            interval = min(interval, expiry / 4)
+        return max(interval, 0.5)
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh_interval())
+            try:
+                await self._rejoin()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the receive loop also notices, and recovers
+                logger.warning("django_mcp hub: group refresh failed (%s)", exc)
+                self._broken = True
+
+    async def _recover(self) -> bool:
+        """Re-add every group after a failure; tell local listeners to catch up from the store."""
+        try:
+            await self._rejoin()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - still down: try again shortly
+            logger.debug("django_mcp hub: channel layer still unavailable (%s)", exc)
+            return False
+        self._broken = False
+        self.recoveries += 1
+        logger.warning("django_mcp hub: channel layer back; %d groups re-added", len(self._joined))
+        for group in list(self._listeners):
+            self._deliver(group, {"kind": "resync"})
+        return True
 
     async def _receive_loop(self) -> None:
         assert self._layer is not None and self._channel is not None
         while True:
+            if self._broken and not await self._recover():
+                await asyncio.sleep(0.5)
+                continue
             try:
                 message = await self._layer.receive(self._channel)
             except asyncio.CancelledError:
                 raise
-            except (TimeoutError, asyncio.TimeoutError, ConnectionError) as exc:
+            except (TimeoutError, asyncio.TimeoutError) as exc:
                 # channels_redis' blocking pop can time out on an idle socket: routine, retry at once.
                 logger.debug("django_mcp hub: channel layer receive interrupted (%s); retrying", exc)
                 continue
-            except Exception as exc:  # a layer hiccup must not kill the hub
-                if type(exc).__name__ in ("TimeoutError", "ConnectionError"):  # redis-py's own classes
-                    logger.warning("django_mcp hub: channel layer receive failed (%s); retrying", exc)
-                else:
-                    logger.exception("django_mcp hub: channel layer receive failed")
-                await asyncio.sleep(0.5)
+            except Exception as exc:  # noqa: BLE001 - a layer outage must not kill the hub
+                if type(exc).__name__ == "TimeoutError":  # redis-py's own class: the same routine timeout
+                    logger.debug("django_mcp hub: channel layer receive interrupted (%s); retrying", exc)
+                    continue
+                logger.warning("django_mcp hub: channel layer receive failed (%s); recovering", exc)
+                self._broken = True
+                await asyncio.sleep(0.2)
                 continue
             self._deliver(message.get("group", ""), message.get("payload", {}))
 
@@ -111,34 +180,103 @@ class Hub:
             self._broadcast_hooks.append(hook)
 
     async def join(self, group: str, listener: Listener) -> None:
+        """Listen on ``group``; ``Unavailable`` (and nothing left behind) when the layer refuses."""
         await self._ensure()
         self._listeners[group].add(listener)
-        await self._group_add(group)
+        try:
+            await self._group_add(group)
+        except Exception as exc:
+            self._drop(group, listener)
+            raise BackendUnavailable(f"Channel layer unavailable ({type(exc).__name__})") from exc
 
-    async def leave(self, group: str, listener: Listener) -> None:
+    def _drop(self, group: str, listener: Listener) -> bool:
+        """Forget a listener; True when it was the group's last one."""
         listeners = self._listeners.get(group)
         if listeners is None:
-            return
+            return False
         listeners.discard(listener)
-        if not listeners:
-            del self._listeners[group]
-            if self._layer is not None and group in self._joined and group != BROADCAST:
-                self._joined.discard(group)
-                with contextlib.suppress(Exception):
+        if listeners:
+            return False
+        del self._listeners[group]
+        return True
+
+    async def leave(self, group: str, listener: Listener) -> None:
+        if self._drop(group, listener) and group != BROADCAST and group in self._joined:
+            self._joined.discard(group)
+            if self._layer is not None:
+                try:
                     await self._layer.group_discard(group, self._channel)
+                except Exception as exc:  # noqa: BLE001 - pool exhausted, layer down: whatever it raises
+                    # Pool exhausted or layer down: retried, so no group is left behind in the layer.
+                    logger.debug("django_mcp hub: group_discard failed (%s); retrying", exc)
+                    self._stale.add(group)
+                    if self._sweeper is None or self._sweeper.done():
+                        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def _sweep(self) -> None:
+        """Discard the groups ``leave`` could not, until none is left (or the layer is gone for good)."""
+        for _attempt in range(600):
+            await asyncio.sleep(0.5)
+            for group in sorted(self._stale):
+                if group in self._listeners:  # joined again meanwhile: keep it
+                    self._stale.discard(group)
+                    continue
+                try:
+                    await self._layer.group_discard(group, self._channel)
+                except Exception as exc:  # noqa: BLE001 - as above
+                    logger.debug("django_mcp hub: group_discard failed again (%s)", exc)
+                    continue
+                self._stale.discard(group)
+            if not self._stale:
+                return
 
     async def publish(self, group: str, payload: dict[str, Any]) -> None:
-        await self._ensure()
-        if self._layer is None:
+        """Send to every listener of ``group`` on any worker; ``Unavailable`` when the layer is down.
+
+        Sending needs no channel of our own: code outside the worker's loop (the admin's
+        ``async_to_sync``, a management command) sends straight to the layer instead of
+        starting a hub whose channel would join the broadcast group and never be read.
+        """
+        if self._started and self._loop is asyncio.get_running_loop():
+            layer = self._layer
+        else:
+            layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+        if layer is None:
             self._deliver(group, payload)
             return
-        await self._layer.group_send(group, {"type": "mcp.message", "group": group, "payload": payload})
+        message = {"type": "mcp.message", "group": group, "payload": payload}
+        for attempt in (1, 2):  # once more: after a Redis restart the pool's first connection is a dead one
+            try:
+                await layer.group_send(group, message)
+                return
+            except Exception as exc:
+                if attempt == 2 or "MaxConnections" in type(exc).__name__:
+                    raise BackendUnavailable(f"Channel layer unavailable ({type(exc).__name__})") from exc
 
     async def broadcast(self, payload: dict[str, Any]) -> None:
-        await self.publish(BROADCAST, payload)
+        """Publish to every worker; replayable kinds are stored first, so a resumed GET stream gets them."""
+        from .events import events
+
+        await self.publish(BROADCAST, await events.stamp_broadcast(payload))
+
+    async def notify_session(self, session_id: str, message: dict[str, Any]) -> None:
+        """A server notification for a session's GET stream: stored (numbered per session), then sent."""
+        from .events import events
+        from .protocol import jsonrpc
+
+        seq = await events.append_session(session_id, jsonrpc.dumps(message))
+        await self.publish(session_group(session_id), {"kind": "notify", "message": message, "sseq": seq})
 
     def has_local(self, group: str) -> bool:
         return bool(self._listeners.get(group))
+
+    def counts(self) -> dict[str, int]:
+        """Local listeners and joined layer groups (for a health view; both return to 0 when idle)."""
+        return {
+            "listeners": sum(len(ls) for ls in self._listeners.values()),
+            "groups": len(self._joined - {BROADCAST}),
+            "recoveries": self.recoveries,
+        }
 
 
 hub = Hub()

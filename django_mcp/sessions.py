@@ -17,6 +17,7 @@ and a connection broken by a database restart is dropped, not kept.
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from datetime import timedelta
@@ -28,6 +29,9 @@ from .conf import mcp_settings
 from .lru import LRU
 from .routing import hub, session_group
 from .sync import run_bookkeeping
+from .unavailable import Unavailable
+
+logger = logging.getLogger("django_mcp")
 
 #: Ended session ids per broadcast message (channels_redis drops messages past a channel's capacity).
 END_BATCH = 500
@@ -148,6 +152,7 @@ class SessionStore:
             last_seen=timezone.now(),
         )
         state = SessionState(sid, revision, client_info, capabilities, user_id, client_id=client_id)
+        await hub.start()  # cached from now on: hear other workers change or end it
         self._local[sid] = state
         return state
 
@@ -206,6 +211,7 @@ class SessionStore:
             row.initialized,
             row.oauth_client,
         )
+        await hub.start()  # cached from now on: hear other workers change or end it
         self._local[sid] = state
         return state
 
@@ -215,7 +221,43 @@ class SessionStore:
 
         await run_bookkeeping(MCPSession.objects.filter(id=state.id).update, **fields)
         self._local[state.id] = state
-        await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
+        try:
+            await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
+        except Unavailable as exc:
+            # Saved: other workers catch up when they revalidate (SESSION_REVALIDATE_INTERVAL) or reload.
+            logger.warning("django_mcp: session change not broadcast (%s)", exc)
+
+    async def set_subscription(self, state: SessionState, uri: str, on: bool) -> None:
+        """Add or drop one resource subscription, atomically in the database.
+
+        Two workers may take a session's subscribe requests one after the other before either
+        has heard of the other's change: a read-modify-write of their cached sets would drop one.
+        """
+        from django.db import transaction
+
+        from .models import MCPSession
+
+        def change() -> list[str] | None:
+            with transaction.atomic():
+                row = MCPSession.objects.select_for_update().filter(id=state.id).only("id", "subscriptions").first()
+                if row is None:
+                    return None
+                subs = set(row.subscriptions or ())
+                if (uri in subs) != on:
+                    subs.add(uri) if on else subs.discard(uri)
+                    row.subscriptions = sorted(subs)
+                    row.save(update_fields=["subscriptions"])
+                return sorted(subs)
+
+        current = await run_bookkeeping(change)
+        if current is None:
+            return
+        state.subscriptions = set(current)
+        self._local[state.id] = state
+        try:
+            await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": {"subscriptions": current}})
+        except Unavailable as exc:
+            logger.warning("django_mcp: session change not broadcast (%s)", exc)
 
     async def is_initialized(self, state: SessionState) -> bool:
         """Whether the client sent notifications/initialized (asks the database if another worker got it)."""

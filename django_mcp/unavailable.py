@@ -1,4 +1,4 @@
-"""Temporary unavailability: the database is gone, or the sync pool stays full.
+"""Temporary unavailability: the database, the channel layer or the event store is gone, or a pool is full.
 
 Both are the server's trouble, not the request's: the client should simply try
 again shortly. Before a response starts the transport answers HTTP 503 with
@@ -38,6 +38,13 @@ class DatabaseUnavailable(Unavailable):
     reason = "database_unavailable"
 
 
+class BackendUnavailable(Unavailable):
+    """The channel layer or the event store (Redis) is down, or its connection pool is exhausted."""
+
+    default_message = "Service unavailable: a backend cannot be reached, retry shortly"
+    reason = "backend_unavailable"
+
+
 class Busy(Unavailable):
     """Every sync worker stayed busy for ``SYNC_QUEUE_TIMEOUT`` seconds."""
 
@@ -69,4 +76,4 @@ def unavailable(exc: BaseException) -> Unavailable | None:
     return database_error(exc)
 
 
-__all__ = ["Busy", "DatabaseUnavailable", "Unavailable", "database_error", "unavailable"]
+__all__ = ["BackendUnavailable", "Busy", "DatabaseUnavailable", "Unavailable", "database_error", "unavailable"]

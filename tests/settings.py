@@ -75,7 +75,20 @@ if LAYER == "redis":
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ.get("MCP_REDIS_URL", "redis://127.0.0.1:6379/0")]},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": os.environ.get("MCP_REDIS_URL", "redis://127.0.0.1:6379/0"),
+                        # The fault tests shrink the pool and group_expiry to provoke exhaustion and expiry.
+                        **(
+                            {"max_connections": int(os.environ["MCP_REDIS_MAX_CONN"])}
+                            if os.environ.get("MCP_REDIS_MAX_CONN")
+                            else {}
+                        ),
+                    }
+                ],
+                "group_expiry": int(os.environ.get("MCP_GROUP_EXPIRY", "86400")),
+            },
         }
     }
     CACHES = {
@@ -102,6 +115,10 @@ DJANGO_MCP = {
     # The sync pool tests and benchmark size the pool and its queue.
     "SYNC_WORKERS": int(os.environ.get("MCP_SYNC_WORKERS", "12")),
     "SYNC_QUEUE_TIMEOUT": float(os.environ.get("MCP_SYNC_QUEUE_TIMEOUT", "30")),
+    # Streams and channel-layer faults (tests/production): short leases, a small stream limit.
+    "WRITER_LEASE_TTL": float(os.environ.get("MCP_WRITER_LEASE_TTL", "15")),
+    "MAX_STREAMS": int(os.environ.get("MCP_MAX_STREAMS", "1000")),
+    "EVENT_STORE_BROADCAST_MAX_EVENTS": int(os.environ.get("MCP_BROADCAST_MAX_EVENTS", "1000")),
 }
 SILENCED_SYSTEM_CHECKS = ["django_mcp.E009"]
 USE_TZ = True

@@ -105,3 +105,23 @@ def test_session_end_is_seen_by_every_worker(workers: tuple[LiveServer, LiveServ
     assert b.http.delete(b.url, headers=h).status_code == 200
     time.sleep(0.3)
     assert a.post(ping, h).status_code == 404  # A's cached copy was dropped over the channel layer
+
+
+def test_ending_sessions_from_sync_code_joins_no_group(workers: tuple[LiveServer, LiveServer]) -> None:
+    """The admin action and management commands publish through ``async_to_sync``: straight to the
+    layer, without a throwaway hub channel that would join the broadcast group and never be read."""
+    import redis as redis_py
+
+    a, b = Raw(workers[0]), Raw(workers[1])
+    sid = a.initialize()
+    h = a.session_headers(sid)
+    ping: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert b.post(ping, h).status_code == 200  # B caches the session
+    client = redis_py.Redis.from_url("redis://127.0.0.1:6379/0")
+    before = client.zcard("asgi:group:mcp.all")
+    workers[0].manage("shell", "-c", f"from django_mcp.sessions import end_sessions_sync; end_sessions_sync([{sid!r}])")
+    for _ in range(2):
+        workers[0].manage("shell", "-c", "from django_mcp.sessions import end_sessions_sync; end_sessions_sync(['x'])")
+    assert client.zcard("asgi:group:mcp.all") == before
+    time.sleep(0.3)
+    assert b.post(ping, h).status_code == 404  # the end still reached B's cache over the layer

@@ -25,7 +25,15 @@ from ..conf import mcp_settings
 from ..drain import HEADERS as DRAIN_HEADERS
 from ..drain import drain, shutdown_error
 from ..engine import engine, negotiate_initialize
-from ..events import event_id, events, new_stream_id, parse_event_id
+from ..events import (
+    REPLAYABLE,
+    event_id,
+    events,
+    get_event_id,
+    new_stream_id,
+    parse_event_id,
+    parse_get_event_id,
+)
 from ..later import Later
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
@@ -38,7 +46,7 @@ from ..protocol.versions import (
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
-from ..unavailable import unavailable
+from ..unavailable import Unavailable, unavailable
 from . import stateless
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
 
@@ -50,6 +58,16 @@ JSON_CT = b"application/json"
 SSE_CT = b"text/event-stream"
 #: Requests still running after 10 ms start watching for the client going away.
 _slow = Later(0.01)
+#: GET streams this worker process holds open (``MAX_STREAMS`` bounds it).
+_open_streams = 0
+
+
+def open_streams() -> int:
+    return _open_streams
+
+
+def _retry_after(seconds: int | None = None) -> list[tuple[bytes, bytes]]:
+    return [(b"retry-after", str(seconds if seconds is not None else mcp_settings.UNAVAILABLE_RETRY_AFTER).encode())]
 
 
 def _uncancel(task: asyncio.Task[Any]) -> None:
@@ -76,6 +94,16 @@ class HTTPError(Exception):
         self.headers = headers or []
 
 
+def _broadcast_message(session: SessionState, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The notification a broadcast becomes on this session's GET stream, or None if not for it."""
+    kind = payload.get("kind")
+    if kind == "list_changed":
+        return jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed")
+    if kind == "resource_updated" and payload.get("uri") in (store.peek(session.id) or session).subscriptions:
+        return jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]})
+    return None
+
+
 def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> bytes:
     head = f"id: {eid}\nevent: {event}\n" if eid else f"event: {event}\n"
     return head.encode() + b"data: " + data + b"\n\n"
@@ -84,9 +112,11 @@ def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> by
 class ResponseStream:
     """The outlet of one POST: JSON until something is emitted early, SSE after that."""
 
-    def __init__(self, consumer: MCPConsumer, session_id: str | None) -> None:
+    def __init__(self, consumer: MCPConsumer, session_id: str | None, request_id: Any = None) -> None:
         self.consumer = consumer
         self.session_id = session_id
+        self.request_id = request_id
+        self._renewer: asyncio.Task[None] | None = None
         self.stream_id: str | None = None
         self.seq = 0
         self.started = False
@@ -109,8 +139,24 @@ class ResponseStream:
         await self.consumer.send_headers(status=200, headers=headers)
         if self.stream_id is not None and self.session_id is not None:
             # A priming event with an id and no data lets the client resume even before the first message.
-            await events.open(self.session_id, self.stream_id)
+            await events.open(self.session_id, self.stream_id, self.request_id)
+            await events.lease(self.session_id, self.stream_id)
+            self._renewer = asyncio.get_running_loop().create_task(self._renew(self.session_id, self.stream_id))
             await self.consumer.safe_body(f"id: {event_id(self.stream_id, 0)}\ndata: \n\n".encode(), more=True)
+
+    async def _renew(self, session_id: str, stream_id: str) -> None:
+        """Keep the writer lease alive while the request runs: a resumed stream trusts it."""
+        while True:
+            await asyncio.sleep(mcp_settings.WRITER_LEASE_TTL / 3)
+            await events.lease(session_id, stream_id)
+
+    async def finish(self) -> None:
+        """The request is over (answered or not): stop renewing and drop the lease."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            self._renewer = None
+            assert self.session_id is not None and self.stream_id is not None
+            await events.release(self.session_id, self.stream_id)
 
     async def close(self) -> None:
         """End the HTTP response now, with a ``retry`` hint; the client resumes with ``Last-Event-ID``.
@@ -139,10 +185,19 @@ class ResponseStream:
             if self.consumer.connected:
                 await self.consumer.safe_body(sse_event(data, eid), more=not final)
             elif self.session_id is not None and self.stream_id is not None:
-                await hub.publish(
-                    session_group(self.session_id),
-                    {"kind": "event", "stream": self.stream_id, "seq": self.seq, "data": data.decode(), "final": final},
-                )
+                with contextlib.suppress(Unavailable):  # stored already: a resumed stream polls the store
+                    await hub.publish(
+                        session_group(self.session_id),
+                        {
+                            "kind": "event",
+                            "stream": self.stream_id,
+                            "seq": self.seq,
+                            "data": data.decode(),
+                            "final": final,
+                        },
+                    )
+            if final:
+                await self.finish()
 
 
 def _has_request(payload: Any) -> bool:
@@ -207,8 +262,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             _uncancel(asyncio.current_task())  # type: ignore[arg-type]  # we are inside a task
             await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
         except Exception as exc:
-            retry = unavailable(exc)  # the database or the sync pool: 503 + Retry-After, not a 500
+            retry = unavailable(exc)  # the database, the layer or a pool: 503 + Retry-After, not a 500
             if retry is not None:
+                if exc is retry:
+                    logger.warning("MCP endpoint: %s", exc)
                 with contextlib.suppress(Exception):
                     await self.error_response(
                         HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
@@ -516,7 +573,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             from ..auth.bearer import check_scopes
 
             check_scopes(self.scope, self.get_server(), request, auth)
-        stream = ResponseStream(self, session.id if session else None)
+        stream = ResponseStream(self, session.id if session else None, request.id)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
         sid = session.id if session else None
         task = asyncio.current_task()
@@ -577,6 +634,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         finally:
             for watcher in watchers:
                 watcher.cancel()
+            await stream.finish()
 
     async def _interrupted(self, request: jsonrpc.Request, stream: ResponseStream) -> None:
         """A call the server stopped: a retryable error event on its stream, or 503 before anything was sent."""
@@ -622,8 +680,130 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             ],
         )
 
-    async def _pump(self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, seq: int) -> None:
-        """Write queued events until the session ends, the client leaves, or the stream finishes."""
+    def _session_listener(self, session: SessionState, queue: asyncio.Queue[Any]) -> Any:
+        """The 2024-11-05 transport's stream: every message as it comes (no resumption there)."""
+
+        def on_message(payload: dict[str, Any]) -> None:
+            kind = payload.get("kind")
+            if kind == "session_ended" and payload.get("session", session.id) == session.id:
+                queue.put_nowait(None)
+            elif kind == "notify":
+                queue.put_nowait(("message", payload["message"]))
+            elif kind in REPLAYABLE:
+                message = _broadcast_message(session, payload)
+                if message is not None:
+                    queue.put_nowait(("message", message))
+
+        return on_message
+
+    # -- the session's GET stream ----------------------------------------------------------
+    #
+    # Items on its queue: ("s", session seq, message) for a session notification, ("b", broadcast
+    # seq, payload) for a broadcast, ("resync", None, None) after a channel-layer outage, None to end.
+    # The stream keeps both positions and writes each into every event id, so replay after a
+    # reconnect starts exactly after what the client saw; a number already passed is a duplicate.
+
+    def _get_listener(self, session: SessionState, queue: asyncio.Queue[Any]) -> Any:
+        def on_message(payload: dict[str, Any]) -> None:
+            kind = payload.get("kind")
+            if kind == "session_ended" and payload.get("session", session.id) == session.id:
+                queue.put_nowait(None)
+            elif kind == "notify":
+                queue.put_nowait(("s", payload.get("sseq"), payload["message"]))
+            elif kind in REPLAYABLE:
+                queue.put_nowait(("b", payload.get("bseq"), payload))
+            elif kind == "resync":
+                queue.put_nowait(("resync", None, None))
+
+        return on_message
+
+    async def _stored_after(
+        self, session: SessionState, s: int, b: int, upto_s: int | None = None, upto_b: int | None = None
+    ) -> list[tuple[str, int, Any]]:
+        """What the store holds after positions ``s`` and ``b``, oldest first (the two logs merged by time)."""
+        items: list[tuple[float, str, int, Any]] = []
+        if upto_s is None or upto_s > s:
+            items += [(ts, "s", n, data) for n, ts, data in await events.session_after(session.id, s, upto_s)]
+        if upto_b is None or upto_b > b:
+            items += [(ts, "b", n, payload) for n, ts, payload in await events.broadcasts_after(b, upto_b)]
+        items.sort(key=lambda item: (item[0], item[1], item[2]))
+        return [(kind, n, body) for _ts, kind, n, body in items]
+
+    async def _emit_get(
+        self, session: SessionState, stream_id: str, pos: list[int], item: tuple[str, Any, Any]
+    ) -> None:
+        kind, n, body = item
+        slot = 0 if kind == "s" else 1
+        if n is not None:
+            if n <= pos[slot]:
+                return  # replayed already, or delivered twice
+            pos[slot] = n
+        if kind == "s":
+            data = body if isinstance(body, bytes) else jsonrpc.dumps(body)
+        else:
+            message = _broadcast_message(session, body)
+            if message is None:
+                return  # not for this session (a resource it did not subscribe to)
+            data = jsonrpc.dumps(message)
+        await self.safe_body(sse_event(data, get_event_id(stream_id, pos[0], pos[1])), more=True)
+
+    async def _catch_up(self, session: SessionState, stream_id: str, pos: list[int], item: Any = None) -> None:
+        """Emit what the store holds before a live item that skipped numbers (or everything, on resync)."""
+        kind, n, _body = item if item is not None else ("resync", None, None)
+        try:
+            if kind == "s" and n is not None and n > pos[0] + 1:
+                missed = await self._stored_after(session, pos[0], pos[1], upto_s=n - 1, upto_b=pos[1])
+            elif kind == "b" and n is not None and n > pos[1] + 1:
+                missed = await self._stored_after(session, pos[0], pos[1], upto_s=pos[0], upto_b=n - 1)
+            elif kind == "resync":
+                missed = await self._stored_after(session, pos[0], pos[1])
+            else:
+                missed = []
+        except Unavailable as exc:
+            logger.warning("django_mcp: GET stream cannot catch up (%s)", exc)
+            missed = []
+        for stored in missed:
+            await self._emit_get(session, stream_id, pos, stored)
+
+    async def get_stream(self, session: SessionState, stream_id: str | None, s: int = 0, b: int = 0) -> None:
+        """Open (``stream_id`` None) or resume a session's GET stream.
+
+        Joins the groups first, then replays from the store, then pumps live events: whatever
+        arrives live while replaying is queued and dropped if replay already sent it.
+        """
+        global _open_streams
+        if _open_streams >= mcp_settings.MAX_STREAMS:
+            raise HTTPError(
+                503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=_retry_after()
+            )
+        _open_streams += 1
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        listener = self._get_listener(session, queue)
+        group = session_group(session.id)
+        try:
+            await hub.join(group, listener)
+            await hub.join(BROADCAST, listener)
+            now_s, now_b = await events.positions(session.id)
+            if stream_id is None:
+                stream_id, s, b = "g" + new_stream_id(), now_s, now_b
+                replay: list[tuple[str, int, Any]] = []
+            else:
+                # Numbers beyond the store's (an expired counter) would hide every new event.
+                s, b = min(s, now_s), min(b, now_b)
+                replay = await self._stored_after(session, s, b)
+            await self._open_sse(session)
+            pos = [s, b]
+            await self.safe_body(f"id: {get_event_id(stream_id, s, b)}\ndata: \n\n".encode(), more=True)
+            for item in replay:
+                await self._emit_get(session, stream_id, pos, item)
+            await self._pump_get(session, queue, stream_id, pos)
+        finally:
+            await hub.leave(group, listener)
+            await hub.leave(BROADCAST, listener)
+            _open_streams -= 1
+
+    async def _pump_get(self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, pos: list[int]) -> None:
+        """Write queued events until the session ends or the client leaves."""
         watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
         keepalive = mcp_settings.SSE_KEEPALIVE
 
@@ -640,118 +820,133 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                     continue
                 if item is None:
                     break
-                kind, payload = item
-                if kind == "message":
-                    seq += 1
-                    data = jsonrpc.dumps(payload)
-                    await events.append(session.id, stream_id, seq, data)
-                    await self.safe_body(sse_event(data, event_id(stream_id, seq)), more=True)
-                elif kind == "raw":
-                    data, eid, final = payload
-                    await self.safe_body(sse_event(data, eid), more=not final)
-                    if final:
-                        return
+                await self._catch_up(session, stream_id, pos, item)
+                if item[0] != "resync":
+                    await self._emit_get(session, stream_id, pos, item)
         finally:
             drain.discard(drained)
             watcher.cancel()
             await self.safe_body(b"")
 
-    def _session_listener(self, session: SessionState, queue: asyncio.Queue[Any]) -> Any:
-        def on_message(payload: dict[str, Any]) -> None:
-            kind = payload.get("kind")
-            if kind == "session_ended" and payload.get("session", session.id) == session.id:
-                queue.put_nowait(None)
-            elif kind == "notify":
-                queue.put_nowait(("message", payload["message"]))
-            elif kind == "list_changed":
-                queue.put_nowait(
-                    ("message", jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed"))
-                )
-            elif kind == "resource_updated" and payload.get("uri") in (store.peek(session.id) or session).subscriptions:
-                queue.put_nowait(
-                    (
-                        "message",
-                        jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]}),
-                    )
-                )
-
-        return on_message
-
-    async def standalone_stream(self, session: SessionState, stream_id: str | None = None, seq: int = 0) -> None:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        listener = self._session_listener(session, queue)
-        group = session_group(session.id)
-        await hub.join(group, listener)
-        await hub.join(BROADCAST, listener)
-        try:
-            await self._open_sse(session)
-            sid = stream_id or "g" + new_stream_id()
-            if stream_id is None:
-                await self.safe_body(f"id: {event_id(sid, 0)}\ndata: \n\n".encode(), more=True)
-            await self._pump(session, queue, sid, seq)
-        finally:
-            await hub.leave(group, listener)
-            await hub.leave(BROADCAST, listener)
+    async def standalone_stream(self, session: SessionState) -> None:
+        await self.get_stream(session, None)
 
     async def resume(self, session: SessionState, last: str) -> None:
+        if last.startswith("g"):
+            parsed_get = parse_get_event_id(last)
+            if parsed_get is not None:
+                await self.get_stream(session, *parsed_get)
+                return
+            if parse_event_id(last) is None:
+                raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: malformed Last-Event-ID")
+            await self.get_stream(session, None)  # an id from before positions were kept: start afresh
+            return
         parsed = parse_event_id(last)
         if parsed is None:
             raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: malformed Last-Event-ID")
-        stream_id, after = parsed
-        if stream_id.startswith("g"):
-            replay = await events.replay(session.id, stream_id, after)
-            await self._open_sse(session)
-            seq = after
-            for s, data in replay[0] if replay else []:
-                await self.safe_body(sse_event(data, event_id(stream_id, s)), more=True)
-                seq = s
-            queue: asyncio.Queue[Any] = asyncio.Queue()
-            listener = self._session_listener(session, queue)
-            await hub.join(session_group(session.id), listener)
-            await hub.join(BROADCAST, listener)
-            try:
-                await self._pump(session, queue, stream_id, seq)
-            finally:
-                await hub.leave(session_group(session.id), listener)
-                await hub.leave(BROADCAST, listener)
-            return
-        # A POST's response stream: listen first, then replay, so nothing falls in between.
-        queue = asyncio.Queue()
+        await self.resume_post(session, *parsed)
+
+    # -- a POST's response stream, resumed ------------------------------------------------------
+    async def resume_post(self, session: SessionState, stream_id: str, after: int) -> None:
+        """Replay a POST's response stream, then follow it live until its last event.
+
+        Listens first, then replays, so nothing falls in between. The writer (the worker running
+        the request) renews a lease; if it lapses before the last event, the stream ends with a
+        JSON-RPC error for the request that says it may be retried.
+        """
+        queue: asyncio.Queue[Any] = asyncio.Queue()
 
         def on_event(payload: dict[str, Any]) -> None:
             if payload.get("kind") == "event" and payload.get("stream") == stream_id:
-                queue.put_nowait(
-                    ("raw", (payload["data"].encode(), event_id(stream_id, payload["seq"]), payload["final"]))
-                )
+                queue.put_nowait((int(payload["seq"]), payload["data"].encode(), bool(payload["final"])))
             elif payload.get("kind") == "session_ended":
                 queue.put_nowait(None)
 
         group = session_group(session.id)
-        await hub.join(group, on_event)
         try:
+            await hub.join(group, on_event)
             replay = await events.replay(session.id, stream_id, after)
             if replay is None:
                 raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Unknown or expired event stream")
             await self._open_sse(session)
-            done = replay[1]
-            last_seq = after
-            for s, data in replay[0]:
-                last_seq = s
-                await self.safe_body(sse_event(data, event_id(stream_id, s)), more=True)
-            if done:
-                await self.safe_body(b"")
+            last = [after]
+            if await self._post_events(stream_id, last, replay) or await self._post_check(session, stream_id, last):
                 return
-            # Drop live events already replayed.
-            filtered: asyncio.Queue[Any] = asyncio.Queue()
-            while not queue.empty():
-                item = queue.get_nowait()
-                if item is None or item[0] != "raw" or int(item[1][1].rsplit("_", 1)[1]) > last_seq:
-                    filtered.put_nowait(item)
-            while not filtered.empty():
-                queue.put_nowait(filtered.get_nowait())
-            await self._pump(session, queue, stream_id, last_seq)
+            await self._pump_post(session, queue, stream_id, last)
         finally:
             await hub.leave(group, on_event)
+
+    async def _post_events(
+        self, stream_id: str, last: list[int], stored: tuple[list[tuple[int, bytes]], bool] | None
+    ) -> bool:
+        """Write stored events past ``last``; True when the stream has ended."""
+        if stored is None:
+            return False
+        for seq, data in stored[0]:
+            if seq > last[0]:
+                last[0] = seq
+                await self.safe_body(sse_event(data, event_id(stream_id, seq)), more=True)
+        if stored[1]:
+            await self.safe_body(b"")
+            return True
+        return False
+
+    async def _post_check(self, session: SessionState, stream_id: str, last: list[int]) -> bool:
+        """Poll the store: events the live path missed, the end, or a writer whose lease lapsed."""
+        try:
+            if await self._post_events(stream_id, last, await events.replay(session.id, stream_id, last[0])):
+                return True
+            if await events.leased(session.id, stream_id):
+                return False
+            # The lease is gone: the last event may have been stored just before its release.
+            if await self._post_events(stream_id, last, await events.replay(session.id, stream_id, last[0])):
+                return True
+            rid = await events.request_id(session.id, stream_id)
+        except Unavailable as exc:
+            logger.warning("django_mcp: resumed stream cannot poll the store (%s)", exc)
+            return False
+        error = ProtocolError(
+            jsonrpc.INTERNAL_ERROR,
+            "The worker running this request stopped before answering; the request may be retried",
+            {"retryable": True},
+        )
+        data = jsonrpc.dumps(jsonrpc.error_message(rid, error))
+        last[0] += 1
+        await events.append(session.id, stream_id, last[0], data, done=True)  # every resumer agrees
+        await self.safe_body(sse_event(data, event_id(stream_id, last[0])))
+        return True
+
+    async def _pump_post(
+        self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, last: list[int]
+    ) -> None:
+        watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
+        keepalive = mcp_settings.SSE_KEEPALIVE
+        tick = max(0.2, min(keepalive, mcp_settings.WRITER_LEASE_TTL / 3))
+        quiet = 0.0
+        try:
+            while self.connected:
+                try:
+                    item = await asyncio.wait_for(queue.get(), tick)
+                except asyncio.TimeoutError:
+                    if await self._post_check(session, stream_id, last):
+                        return
+                    quiet += tick
+                    if quiet >= keepalive:
+                        quiet = 0.0
+                        await self.safe_body(b": keep-alive\n\n", more=True)
+                    continue
+                if item is None:
+                    break
+                seq, data, final = item
+                if seq <= last[0]:
+                    continue
+                last[0] = seq
+                await self.safe_body(sse_event(data, event_id(stream_id, seq)), more=not final)
+                if final:
+                    return
+        finally:
+            watcher.cancel()
+            await self.safe_body(b"")
 
     # -- DELETE -------------------------------------------------------------------------------
     async def handle_delete(self) -> None:

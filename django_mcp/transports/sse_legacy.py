@@ -57,9 +57,10 @@ class LegacySSEConsumer(MCPConsumer):
         )
         queue: asyncio.Queue[Any] = asyncio.Queue()
         listener = self._session_listener(session, queue)
-        await hub.join(session_group(session.id), listener)
-        await hub.join(BROADCAST, listener)
         try:
+            # Inside the try: a join the layer refuses (503) leaves no listener behind.
+            await hub.join(session_group(session.id), listener)
+            await hub.join(BROADCAST, listener)
             await self.send_headers(
                 status=200,
                 headers=[(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")],
