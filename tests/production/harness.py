@@ -3,7 +3,7 @@
 ``Deployment`` runs a private ``redis-server`` on a free port (``--save ''``: a restart
 loses every key, as a restarted cache node without persistence does), a fresh PostgreSQL
 database on the shared server, N real workers (daphne or uvicorn) and a real nginx in
-front of them. nginx runs the configuration printed in docs/deployment-nginx.md: the
+front of them. nginx runs the configuration printed in docs/deployment.md: the
 harness takes that page's ``nginx`` block and substitutes only the worker ports, the
 ``listen`` address and the temporary paths. Workers and Redis are killed and restarted
 by pid, never by name.
@@ -32,7 +32,7 @@ from tests.conftest import IN_CI, ROOT, free_port, need_service, server_env
 
 NGINX = "/usr/sbin/nginx"
 ACCEPT = "application/json, text/event-stream"
-DOC = ROOT / "docs" / "deployment-nginx.md"
+DOC = ROOT / "docs" / "deployment.md"
 
 
 def wait_port(port: int, timeout: float = 20, process: subprocess.Popen[bytes] | None = None) -> None:
@@ -58,7 +58,7 @@ def need_binary(name: str, path: str | None) -> None:
 
 
 def documented_nginx_config() -> str:
-    """The ```nginx block of docs/deployment-nginx.md, verbatim."""
+    """The ```nginx block of docs/deployment.md, verbatim."""
     match = re.search(r"```nginx\n(.*?)```", DOC.read_text(), re.S)
     assert match, f"{DOC} has no ```nginx block"
     return match.group(1)

@@ -40,6 +40,35 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
     raise RuntimeError(f"uvicorn did not start:\n{log.read_text()}")
 
 
+def start_gunicorn(env: dict[str, str], log: Path, *flags: str) -> LiveServer:
+    """``tests.asgi`` under a gunicorn master with one ``uvicorn_worker.UvicornWorker`` (the documented recipe)."""
+    subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
+    port = free_port()
+    handle = log.open("wb")
+    cmd = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "tests.asgi:application",
+        "-k",
+        "uvicorn_worker.UvicornWorker",
+        "-w",
+        "1",
+        "-b",
+        f"127.0.0.1:{port}",
+    ]
+    process = subprocess.Popen([*cmd, *flags], env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited early:\n{log.read_text()}")
+        if _reachable(port):
+            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"gunicorn did not start:\n{log.read_text()}")
+
+
 def initialize(http: httpx.Client, url: str, revision: str = REVISION) -> str:
     params = {"protocolVersion": revision, "capabilities": {}, "clientInfo": {"name": "ops", "version": "1"}}
     r = http.post(

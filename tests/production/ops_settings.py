@@ -1,11 +1,12 @@
-"""tests.settings plus the operations settings (shutdown grace, session cache bounds) from the environment."""
+"""tests.settings plus the operations settings (shutdown grace, session cache bounds) from the environment.
+
+The slow sync tool the shutdown test needs is tests.testapp's ``sync_sleep``.
+"""
 
 import os
 
 from tests.settings import *  # noqa: F403
-from tests.settings import DJANGO_MCP, INSTALLED_APPS
-
-INSTALLED_APPS = [*INSTALLED_APPS, "tests.production.opsapp"]
+from tests.settings import DJANGO_MCP
 
 DJANGO_MCP = {
     **DJANGO_MCP,

@@ -15,11 +15,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from django_mcp.lru import LRU
 from tests.conftest import LiveServer, server_env, start_server
 
 from .ops import ACCEPT, REVISION, OwnPostgres, OwnRedis, health, session_headers
+
+pytestmark = pytest.mark.production
 
 SESSIONS = 2000
 CACHE_SIZE = 1500

@@ -1,4 +1,4 @@
-"""The documented nginx recipe (docs/deployment-nginx.md) in front of two uvicorn workers:
+"""The documented nginx recipe (docs/deployment.md) in front of two uvicorn workers:
 SSE passes unbuffered, a slowloris client is cut off by nginx, the broadcast log stays bounded."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The library over MCP: autodiscovered by django_mcp at startup, like ``admin.py``.
 
-Sync tools run in a worker thread (``sync_to_async``), so they use the ORM as usual;
+Sync tools run in django_mcp's bounded thread pool (``SYNC_WORKERS``), each call handled like a
+Django request, so they use the ORM as usual;
 async tools use the async ORM API (``afirst``, ``acount``...) or wrap sync code in
 ``sync_to_async``. Nothing here blocks the event loop.
 
