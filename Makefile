@@ -8,7 +8,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test lint typecheck migrations-check unit pg-redis django61 conformance conformance-server bench bench-cpu bench-models venv node browser clean
+.PHONY: demo test lint typecheck migrations-check unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -72,7 +72,19 @@ django61: node browser
 	$(VENV61)/bin/python -m django --version
 	$(VENV61)/bin/pytest -p no:cacheprovider -m "not production"
 
-test: venv node lint typecheck migrations-check unit pg-redis django61
+# Django 6.0 under Python 3.12: the suite without the production fault tests and the conformance runs,
+# which do not depend on the Django version (they run in `unit` and `django61`).
+VENV60 := .venv-django60
+PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
+django60: node browser
+	test -n "$(PYTHON312)" || (echo "Python 3.12 not found (pyenv install 3.12, or PYTHON312=...)" && exit 1)
+	test -x $(VENV60)/bin/python || $(PYTHON312) -m venv $(VENV60)
+	$(VENV60)/bin/python -m pip install -q --disable-pip-version-check uv
+	$(VENV60)/bin/uv pip install -q --python $(VENV60)/bin/python -e ".[dev]" "django>=6.0,<6.1"
+	$(VENV60)/bin/python -m django --version
+	$(VENV60)/bin/pytest -p no:cacheprovider -m "not production and not conformance"
+
+test: venv node lint typecheck migrations-check unit pg-redis django61 django60
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
@@ -85,5 +97,14 @@ bench-cpu: venv
 bench-models: venv
 	$(BIN)/python benchmarks/models_vs_drf.py --db sqlite,postgres
 
+# A sync tool waiting 20 ms in PostgreSQL at 16 connections: SYNC_WORKERS=1 against the default pool.
+bench-sync: venv
+	$(BIN)/python benchmarks/sync_pool.py
+
+# RSS per cached idle session and per held GET stream on a real daphne and uvicorn worker.
+bench-memory: venv
+	$(BIN)/python benchmarks/ops_memory.py --server daphne
+	$(BIN)/python benchmarks/ops_memory.py --server uvicorn
+
 clean:
-	rm -rf $(VENV) $(VENV61) $(NODE_DIR) .test-db.sqlite3
+	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3

@@ -25,6 +25,7 @@ __all__ = [
     "ToolError",
     "__version__",
     "assistant",
+    "run_sync",
     "site",
     "user",
 ]
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .model_resources import ModelResource
     from .prompts import Message, assistant, user
     from .server import MCPServer
+    from .sync import run_sync
     from .template_prompts import Argument, TemplatePrompt
 
     site: MCPServer
@@ -50,6 +52,7 @@ _LAZY = {
     "assistant": ("prompts", "assistant"),
     "TemplatePrompt": ("template_prompts", "TemplatePrompt"),
     "Argument": ("template_prompts", "Argument"),
+    "run_sync": ("sync", "run_sync"),
 }
 
 _site: Any = None

@@ -17,7 +17,8 @@ from .conf import mcp_settings
 
 #: Rows per DELETE statement.
 DELETE_BATCH = 1000
-_EVENT_KEYS = "%django_mcp:ev:%"
+#: Every key the event store writes (stream, session and broadcast logs, counters, leases): expired ones only.
+_EVENT_KEYS = "%django_mcp:%"
 
 
 @dataclass

@@ -19,6 +19,7 @@ so a resumed stream replays exactly what came after both.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -48,11 +49,16 @@ def event_id(stream: str, seq: int) -> str:
     return f"{stream}_{seq}"
 
 
+#: Stream ids are hex (ours) and positions ASCII digits: ``str.isdigit`` would let ``²`` through to ``int()``.
+_EVENT_ID = re.compile(r"([0-9A-Za-z]+)_([0-9]{1,18})")
+_GET_EVENT_ID = re.compile(r"([0-9A-Za-z]+)_([0-9]{1,18})\.([0-9]{1,18})")
+
+
 def parse_event_id(value: str) -> tuple[str, int] | None:
-    stream, _, seq = value.partition("_")
-    if not stream or not seq.isdigit() or len(value) > 64:
+    match = _EVENT_ID.fullmatch(value) if len(value) <= 64 else None
+    if match is None:
         return None
-    return stream, int(seq)
+    return match[1], int(match[2])
 
 
 def get_event_id(stream: str, s: int, b: int) -> str:
@@ -61,11 +67,10 @@ def get_event_id(stream: str, s: int, b: int) -> str:
 
 
 def parse_get_event_id(value: str) -> tuple[str, int, int] | None:
-    stream, _, rest = value.partition("_")
-    s, _, b = rest.partition(".")
-    if not stream or not s.isdigit() or not b.isdigit() or len(value) > 64:
+    match = _GET_EVENT_ID.fullmatch(value) if len(value) <= 64 else None
+    if match is None:
         return None
-    return stream, int(s), int(b)
+    return match[1], int(match[2]), int(match[3])
 
 
 def _key(session: str, stream: str) -> str:
@@ -116,9 +121,15 @@ class EventStore:
         cache.set(key, entry, mcp_settings.EVENT_STORE_TTL)
 
     def open_sync(self, session: str, stream: str, request_id: Any = None) -> None:
-        """Make a stream known (no events yet), so a client can resume it from its priming event."""
+        """Make a stream known (no events yet), so a client can resume it from its priming event.
+
+        Its writer lease starts with it: a known stream without a lease always means a writer that
+        stopped renewing, never one whose first lease failed to be stored.
+        """
+        cache = self._cache()
+        cache.set(_lease_key(session, stream), 1, mcp_settings.WRITER_LEASE_TTL)
         entry = {"events": [], "done": False, "rid": request_id}
-        self._cache().add(_key(session, stream), entry, mcp_settings.EVENT_STORE_TTL)
+        cache.add(_key(session, stream), entry, mcp_settings.EVENT_STORE_TTL)
 
     def replay_sync(self, session: str, stream: str, after: int) -> tuple[list[tuple[int, bytes]], bool] | None:
         """Events after ``after`` and whether the stream has ended; None for an unknown stream."""
@@ -227,15 +238,17 @@ class EventStore:
         except Exception as exc:
             raise BackendUnavailable(f"Event store unavailable ({type(exc).__name__})") from exc
 
-    async def _try(self, fn: Callable[..., Any], *args: Any) -> None:
-        """A write the caller can do without: logged, never raised."""
+    async def _try(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """A write the caller can do without: logged, never raised; whether it was stored."""
         try:
             await self._call(fn, *args)
         except Unavailable as exc:
             logger.warning("django_mcp: %s", exc)
+            return False
+        return True
 
-    async def append(self, session: str, stream: str, seq: int, data: bytes, done: bool = False) -> None:
-        await self._try(self.append_sync, session, stream, seq, data, done)
+    async def append(self, session: str, stream: str, seq: int, data: bytes, done: bool = False) -> bool:
+        return await self._try(self.append_sync, session, stream, seq, data, done)
 
     async def open(self, session: str, stream: str, request_id: Any = None) -> None:
         await self._try(self.open_sync, session, stream, request_id)

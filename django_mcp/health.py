@@ -15,8 +15,6 @@ import json
 import logging
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from .conf import mcp_settings
 from .drain import RETRY_AFTER, drain
 
@@ -38,11 +36,20 @@ def _database_ok() -> None:
         close_old_connections()
 
 
+#: The database probe in flight: a hung database must not pile up one blocked thread per probe.
+_probe: asyncio.Future[None] | None = None
+
+
 async def check_database() -> str:
+    """``SELECT 1`` on the bookkeeping pool, one probe at a time (later probes wait on the same one)."""
+    global _probe
+    from .sync import run_bookkeeping
+
+    if _probe is None or _probe.done() or _probe.get_loop() is not asyncio.get_running_loop():
+        _probe = asyncio.ensure_future(run_bookkeeping(_database_ok))
+        _probe.add_done_callback(lambda done: done.cancelled() or done.exception())
     try:
-        await asyncio.wait_for(
-            sync_to_async(_database_ok, thread_sensitive=False)(), float(mcp_settings.HEALTH_TIMEOUT)
-        )
+        await asyncio.wait_for(asyncio.shield(_probe), float(mcp_settings.HEALTH_TIMEOUT))
     except Exception as exc:  # noqa: BLE001 - any failure means "down"; the reason goes to the log
         logger.warning("django_mcp health: database check failed: %r", exc)
         return "down"

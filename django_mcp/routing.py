@@ -74,7 +74,10 @@ class Hub:
                 return
             self._layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
             if self._layer is not None:
-                self._channel = await self._layer.new_channel("mcp-hub.")
+                try:
+                    self._channel = await self._layer.new_channel("mcp-hub.")
+                except Exception as exc:  # a layer that talks to Redis here (pub/sub): down means 503
+                    raise BackendUnavailable(f"Channel layer unavailable ({type(exc).__name__})") from exc
                 try:
                     await self._group_add(BROADCAST)
                 except Exception as exc:  # noqa: BLE001 - the receive loop re-adds it once the layer is back
@@ -188,6 +191,8 @@ class Hub:
         except Exception as exc:
             self._drop(group, listener)
             raise BackendUnavailable(f"Channel layer unavailable ({type(exc).__name__})") from exc
+        if group != BROADCAST and not self._listeners.get(group) and group in self._joined:
+            await self._discard(group)  # its last listener left while group_add was under way
 
     def _drop(self, group: str, listener: Listener) -> bool:
         """Forget a listener; True when it was the group's last one."""
@@ -202,16 +207,20 @@ class Hub:
 
     async def leave(self, group: str, listener: Listener) -> None:
         if self._drop(group, listener) and group != BROADCAST and group in self._joined:
-            self._joined.discard(group)
-            if self._layer is not None:
-                try:
-                    await self._layer.group_discard(group, self._channel)
-                except Exception as exc:  # noqa: BLE001 - pool exhausted, layer down: whatever it raises
-                    # Pool exhausted or layer down: retried, so no group is left behind in the layer.
-                    logger.debug("django_mcp hub: group_discard failed (%s); retrying", exc)
-                    self._stale.add(group)
-                    if self._sweeper is None or self._sweeper.done():
-                        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            await self._discard(group)
+
+    async def _discard(self, group: str) -> None:
+        """Take this worker's channel out of ``group`` in the layer (retried until it works)."""
+        self._joined.discard(group)
+        if self._layer is not None:
+            try:
+                await self._layer.group_discard(group, self._channel)
+            except Exception as exc:  # noqa: BLE001 - pool exhausted, layer down: whatever it raises
+                # Pool exhausted or layer down: retried, so no group is left behind in the layer.
+                logger.debug("django_mcp hub: group_discard failed (%s); retrying", exc)
+                self._stale.add(group)
+                if self._sweeper is None or self._sweeper.done():
+                    self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
 
     async def _sweep(self) -> None:
         """Discard the groups ``leave`` could not, until none is left (or the layer is gone for good)."""

@@ -51,6 +51,7 @@ class SessionState:
         "revision",
         "seen",
         "subscriptions",
+        "subscriptions_version",
         "user_id",
     )
 
@@ -74,6 +75,7 @@ class SessionState:
         self.client_id = client_id  # the OAuth client whose token opened the session ("" without OAuth)
         self.log_level = log_level
         self.subscriptions = subscriptions or set()
+        self.subscriptions_version = 0  # when the set was read under the row lock (ns): newer wins
         self.initialized = initialized
         self.checked = time.monotonic()
         self.seen = self.checked
@@ -88,11 +90,17 @@ _FIELD_ATTRS = {
 }
 
 
-def _apply(state: SessionState, fields: dict[str, Any]) -> None:
-    """Bring a cached session up to date with a change made on another worker."""
+def _apply(state: SessionState, fields: dict[str, Any], version: int = 0) -> None:
+    """Bring a cached session up to date with a change made on another worker.
+
+    Two workers' subscription changes are serialized by the row lock but their broadcasts
+    may arrive in either order: a set older than the one already applied is ignored.
+    """
     for name, value in fields.items():
         if name == "subscriptions":
-            state.subscriptions = set(value)
+            if version >= state.subscriptions_version:
+                state.subscriptions = set(value)
+                state.subscriptions_version = version
         elif name in _FIELD_ATTRS:
             setattr(state, _FIELD_ATTRS[name], value)
 
@@ -127,7 +135,7 @@ class SessionStore:
         elif kind == "session_changed":
             state = self._local.get(sid)
             if state is not None:
-                _apply(state, payload.get("fields") or {})
+                _apply(state, payload.get("fields") or {}, int(payload.get("version") or 0))
 
     async def create(
         self,
@@ -152,7 +160,10 @@ class SessionStore:
             last_seen=timezone.now(),
         )
         state = SessionState(sid, revision, client_info, capabilities, user_id, client_id=client_id)
-        await hub.start()  # cached from now on: hear other workers change or end it
+        try:
+            await hub.start()  # cached from now on: hear other workers change or end it
+        except Unavailable as exc:  # the layer is down: revalidation still catches an ended session
+            logger.warning("django_mcp: not listening for session changes (%s)", exc)
         self._local[sid] = state
         return state
 
@@ -211,7 +222,10 @@ class SessionStore:
             row.initialized,
             row.oauth_client,
         )
-        await hub.start()  # cached from now on: hear other workers change or end it
+        try:
+            await hub.start()  # cached from now on: hear other workers change or end it
+        except Unavailable as exc:  # the layer is down: revalidation still catches an ended session
+            logger.warning("django_mcp: not listening for session changes (%s)", exc)
         self._local[sid] = state
         return state
 
@@ -219,7 +233,10 @@ class SessionStore:
         """Persist a change of session state (rare: initialized, log level, subscriptions)."""
         from .models import MCPSession
 
-        await run_bookkeeping(MCPSession.objects.filter(id=state.id).update, **fields)
+        updated = await run_bookkeeping(MCPSession.objects.filter(id=state.id, ended__isnull=True).update, **fields)
+        if not updated:  # ended meanwhile (DELETE, the admin, expiry): never cache it again
+            self._local.pop(state.id, None)
+            return
         self._local[state.id] = state
         try:
             await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
@@ -237,9 +254,14 @@ class SessionStore:
 
         from .models import MCPSession
 
-        def change() -> list[str] | None:
+        def change() -> tuple[list[str], int] | None:
             with transaction.atomic():
-                row = MCPSession.objects.select_for_update().filter(id=state.id).only("id", "subscriptions").first()
+                row = (
+                    MCPSession.objects.select_for_update()
+                    .filter(id=state.id, ended__isnull=True)
+                    .only("id", "subscriptions")
+                    .first()
+                )
                 if row is None:
                     return None
                 subs = set(row.subscriptions or ())
@@ -247,15 +269,24 @@ class SessionStore:
                     subs.add(uri) if on else subs.discard(uri)
                     row.subscriptions = sorted(subs)
                     row.save(update_fields=["subscriptions"])
-                return sorted(subs)
+                return sorted(subs), time.time_ns()  # taken under the lock: orders the broadcasts
 
-        current = await run_bookkeeping(change)
-        if current is None:
+        changed = await run_bookkeeping(change)
+        if changed is None:  # ended meanwhile: never cache it again
+            self._local.pop(state.id, None)
             return
-        state.subscriptions = set(current)
+        current, version = changed
+        _apply(state, {"subscriptions": current}, version)
         self._local[state.id] = state
         try:
-            await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": {"subscriptions": current}})
+            await hub.broadcast(
+                {
+                    "kind": "session_changed",
+                    "session": state.id,
+                    "fields": {"subscriptions": current},
+                    "version": version,
+                }
+            )
         except Unavailable as exc:
             logger.warning("django_mcp: session change not broadcast (%s)", exc)
 

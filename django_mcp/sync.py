@@ -55,6 +55,13 @@ def _request_cycle(fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str
             pass
 
 
+def _settle(done: asyncio.Future[Any], gate: asyncio.Semaphore) -> None:
+    """A pool call ended: free its slot, and collect an outcome nobody waits for any more."""
+    gate.release()
+    if not done.cancelled():
+        done.exception()
+
+
 class Pool:
     """A named thread pool, made on first use with its size from settings."""
 
@@ -102,11 +109,16 @@ class Pool:
                     raise Busy() from None
             else:
                 await gate.acquire()  # free: returns at once, no task switch
+            # The gate opens when the thread is done, not when the caller stops waiting: a cancelled
+            # call's thread runs on, and releasing early would admit more callers than free threads.
             try:
-                result = await call(fn, args, kwargs)
-                return result
-            finally:
+                work = asyncio.ensure_future(call(fn, args, kwargs))
+            except BaseException:
                 gate.release()
+                raise
+            work.add_done_callback(lambda done: _settle(done, gate))
+            result = await asyncio.shield(work)
+            return result
         except Exception as exc:
             mapped = database_error(exc)
             if mapped is None or mapped is exc:

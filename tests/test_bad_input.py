@@ -436,3 +436,13 @@ def test_stateless_notification_is_accepted(raw: Raw) -> None:
         {"mcp-protocol-version": "2026-07-28"},
     )
     assert r.status_code == 202 and r.content == b""
+
+
+def test_last_event_id_with_non_ascii_digits_is_400(raw: Raw, server_log: Any) -> None:
+    """``²`` (byte 0xB2 in a latin-1 header) is a digit to ``str.isdigit`` but not to ``int()``."""
+    sid = raw.initialize()
+    for last in (b"abc_\xb2", b"gabc_1.\xb9", b"g0_\xb3.1"):
+        headers = {**raw.session_headers(sid), "accept": "text/event-stream", "last-event-id": last}
+        r = raw.http.get(raw.url, headers=headers)  # type: ignore[arg-type]  # httpx sends bytes as they are
+        assert r.status_code == 400, (last, r.status_code, r.text)
+        assert r.json()["error"]["code"] == -32600

@@ -29,6 +29,9 @@ def test_get_event_ids_carry_both_positions() -> None:
     assert parse_get_event_id(get_event_id("gabc", 7, 12)) == ("gabc", 7, 12)
     assert parse_get_event_id("gabc_7") is None and parse_event_id("gabc_7") == ("gabc", 7)
     assert parse_get_event_id("gabc_7.x") is None and parse_get_event_id("g" * 70 + "_1.1") is None
+    # Unicode digits pass str.isdigit() but not int(): they must be refused, not raise.
+    for bad in ("abc_\u00b2", "gabc_1.\u00b9", "gabc_\u00b3.1", "ab c_1", "abc_-1", "abc_1 "):
+        assert parse_event_id(bad) is None and parse_get_event_id(bad) is None, bad
 
 
 def test_session_log_numbers_per_session_and_keeps_the_newest() -> None:
@@ -56,6 +59,8 @@ def test_post_stream_cap_and_lease() -> None:
     replay = events.replay_sync("s1", "st", 0)
     assert replay is not None and [s for s, _d in replay[0]] == [3, 4, 5, 6] and replay[1]
     assert events.request_id_sync("s1", "st") == 7
+    assert events.leased_sync("s1", "st")  # opening a stream takes its writer's first lease
+    events.release_sync("s1", "st")
     assert not events.leased_sync("s1", "st")
     events.lease_sync("s1", "st")
     assert events.leased_sync("s1", "st")

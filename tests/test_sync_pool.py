@@ -97,6 +97,32 @@ async def test_full_pool_queues_then_refuses_as_busy(one_thread_server: LiveServ
     _no_500(one_thread_server)
 
 
+async def test_a_cancelled_sync_call_keeps_its_thread_until_it_returns(one_thread_server: LiveServer) -> None:
+    """Cancelling a call cannot stop its thread: the slot stays taken until the thread is done, so the
+    next call is bounded by ``SYNC_QUEUE_TIMEOUT`` (busy) instead of waiting unboundedly behind it."""
+    async with AsyncRaw(one_thread_server.url) as raw:
+        sid = await raw.session()
+        body = {
+            "jsonrpc": "2.0",
+            "id": "slow-1",
+            "method": "tools/call",
+            "params": {"name": "sync_sleep", "arguments": {"seconds": 2.5}},
+        }
+        slow = asyncio.ensure_future(raw.post(body, raw.headers(sid)))
+        await asyncio.sleep(0.3)
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow-1"}}
+        assert (await raw.post(note, raw.headers(sid))).status == 202
+        cancelled = await slow
+        assert cancelled.status == 202 and cancelled.text == "", cancelled  # no response for a cancelled request
+        queued = await raw.call(sid, "add", {"a": 1, "b": 1})  # the thread still sleeps: busy after 0.5 s
+        assert queued.error is not None and queued.error["data"]["reason"] == "busy", queued
+        assert queued.seconds < 1.5, queued
+        await asyncio.sleep(2.2)  # the thread is done: its slot is free again
+        after = await raw.call(sid, "add", {"a": 1, "b": 1})
+        assert after.status == 200 and after.result["structuredContent"]["total"] == 2, after
+    _no_500(one_thread_server)
+
+
 async def test_language_reaches_the_pool_thread(pool_server: LiveServer) -> None:
     async with AsyncRaw(pool_server.url) as raw:
         sid = await raw.session()

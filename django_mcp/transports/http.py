@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from channels.generic.http import AsyncHttpConsumer
@@ -64,6 +65,37 @@ _open_streams = 0
 
 def open_streams() -> int:
     return _open_streams
+
+
+@contextlib.contextmanager
+def stream_slot() -> Iterator[None]:
+    """Hold one of this worker's ``MAX_STREAMS`` long-lived streams (GET, resumed POST, listen).
+
+    Over the limit: 503 with ``Retry-After`` before anything is sent. The slot is given back
+    first on the way out, so a cancellation during cleanup cannot leak it.
+    """
+    global _open_streams
+    if _open_streams >= mcp_settings.MAX_STREAMS:
+        raise HTTPError(
+            503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=_retry_after()
+        )
+    _open_streams += 1
+    try:
+        yield
+    finally:
+        _open_streams -= 1
+
+
+def ended_by_drain(queue: asyncio.Queue[Any]) -> Callable[[], None]:
+    """Register a stream's queue to end when the worker drains (at once if it already does)."""
+
+    def drained() -> None:  # shutting down: end the stream; the client resumes on another worker
+        queue.put_nowait(None)
+
+    drain.on_drain(drained)
+    if drain.draining:  # the drain began while the stream was opening
+        drained()
+    return drained
 
 
 def _retry_after(seconds: int | None = None) -> list[tuple[bytes, bytes]]:
@@ -117,6 +149,7 @@ class ResponseStream:
         self.session_id = session_id
         self.request_id = request_id
         self._renewer: asyncio.Task[None] | None = None
+        self._keep_lease = False
         self.stream_id: str | None = None
         self.seq = 0
         self.started = False
@@ -139,8 +172,7 @@ class ResponseStream:
         await self.consumer.send_headers(status=200, headers=headers)
         if self.stream_id is not None and self.session_id is not None:
             # A priming event with an id and no data lets the client resume even before the first message.
-            await events.open(self.session_id, self.stream_id, self.request_id)
-            await events.lease(self.session_id, self.stream_id)
+            await events.open(self.session_id, self.stream_id, self.request_id)  # and its writer lease
             self._renewer = asyncio.get_running_loop().create_task(self._renew(self.session_id, self.stream_id))
             await self.consumer.safe_body(f"id: {event_id(self.stream_id, 0)}\ndata: \n\n".encode(), more=True)
 
@@ -156,7 +188,8 @@ class ResponseStream:
             self._renewer.cancel()
             self._renewer = None
             assert self.session_id is not None and self.stream_id is not None
-            await events.release(self.session_id, self.stream_id)
+            if not self._keep_lease:
+                await events.release(self.session_id, self.stream_id)
 
     async def close(self) -> None:
         """End the HTTP response now, with a ``retry`` hint; the client resumes with ``Last-Event-ID``.
@@ -181,7 +214,11 @@ class ResponseStream:
             if self.stream_id is not None and self.session_id is not None:
                 self.seq += 1
                 eid = event_id(self.stream_id, self.seq)
-                await events.append(self.session_id, self.stream_id, self.seq, data, done=final)
+                stored = await events.append(self.session_id, self.stream_id, self.seq, data, done=final)
+                if final and not stored:
+                    # Keep the lease: dropping it now would tell a resumer the writer died before
+                    # answering (and invite a retry of a call that ran); it lapses on its own.
+                    self._keep_lease = True
             if self.consumer.connected:
                 await self.consumer.safe_body(sse_event(data, eid), more=not final)
             elif self.session_id is not None and self.stream_id is not None:
@@ -771,46 +808,38 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         Joins the groups first, then replays from the store, then pumps live events: whatever
         arrives live while replaying is queued and dropped if replay already sent it.
         """
-        global _open_streams
-        if _open_streams >= mcp_settings.MAX_STREAMS:
-            raise HTTPError(
-                503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=_retry_after()
-            )
-        _open_streams += 1
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        listener = self._get_listener(session, queue)
-        group = session_group(session.id)
-        try:
-            await hub.join(group, listener)
-            await hub.join(BROADCAST, listener)
-            now_s, now_b = await events.positions(session.id)
-            if stream_id is None:
-                stream_id, s, b = "g" + new_stream_id(), now_s, now_b
-                replay: list[tuple[str, int, Any]] = []
-            else:
-                # Numbers beyond the store's (an expired counter) would hide every new event.
-                s, b = min(s, now_s), min(b, now_b)
-                replay = await self._stored_after(session, s, b)
-            await self._open_sse(session)
-            pos = [s, b]
-            await self.safe_body(f"id: {get_event_id(stream_id, s, b)}\ndata: \n\n".encode(), more=True)
-            for item in replay:
-                await self._emit_get(session, stream_id, pos, item)
-            await self._pump_get(session, queue, stream_id, pos)
-        finally:
-            await hub.leave(group, listener)
-            await hub.leave(BROADCAST, listener)
-            _open_streams -= 1
+        with stream_slot():
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            listener = self._get_listener(session, queue)
+            group = session_group(session.id)
+            try:
+                await hub.join(group, listener)
+                await hub.join(BROADCAST, listener)
+                now_s, now_b = await events.positions(session.id)
+                if stream_id is None:
+                    stream_id, s, b = "g" + new_stream_id(), now_s, now_b
+                    replay: list[tuple[str, int, Any]] = []
+                else:
+                    # Numbers beyond the store's (an expired counter) would hide every new event.
+                    s, b = min(s, now_s), min(b, now_b)
+                    replay = await self._stored_after(session, s, b)
+                await self._open_sse(session)
+                pos = [s, b]
+                await self.safe_body(f"id: {get_event_id(stream_id, s, b)}\ndata: \n\n".encode(), more=True)
+                for item in replay:
+                    await self._emit_get(session, stream_id, pos, item)
+                await self._pump_get(session, queue, stream_id, pos)
+            finally:
+                try:
+                    await hub.leave(group, listener)
+                finally:
+                    await hub.leave(BROADCAST, listener)
 
     async def _pump_get(self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, pos: list[int]) -> None:
         """Write queued events until the session ends or the client leaves."""
         watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
         keepalive = mcp_settings.SSE_KEEPALIVE
-
-        def drained() -> None:  # shutting down: end the stream; the client resumes on another worker
-            queue.put_nowait(None)
-
-        drain.on_drain(drained)
+        drained = ended_by_drain(queue)
         try:
             while self.connected:
                 try:
@@ -863,18 +892,19 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 queue.put_nowait(None)
 
         group = session_group(session.id)
-        try:
-            await hub.join(group, on_event)
-            replay = await events.replay(session.id, stream_id, after)
-            if replay is None:
-                raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Unknown or expired event stream")
-            await self._open_sse(session)
-            last = [after]
-            if await self._post_events(stream_id, last, replay) or await self._post_check(session, stream_id, last):
-                return
-            await self._pump_post(session, queue, stream_id, last)
-        finally:
-            await hub.leave(group, on_event)
+        with stream_slot():
+            try:
+                await hub.join(group, on_event)
+                replay = await events.replay(session.id, stream_id, after)
+                if replay is None:
+                    raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Unknown or expired event stream")
+                await self._open_sse(session)
+                last = [after]
+                if await self._post_events(stream_id, last, replay) or await self._post_check(session, stream_id, last):
+                    return
+                await self._pump_post(session, queue, stream_id, last)
+            finally:
+                await hub.leave(group, on_event)
 
     async def _post_events(
         self, stream_id: str, last: list[int], stored: tuple[list[tuple[int, bytes]], bool] | None
@@ -923,6 +953,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         keepalive = mcp_settings.SSE_KEEPALIVE
         tick = max(0.2, min(keepalive, mcp_settings.WRITER_LEASE_TTL / 3))
         quiet = 0.0
+        drained = ended_by_drain(queue)  # the client resumes it again on another worker
         try:
             while self.connected:
                 try:
@@ -945,6 +976,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 if final:
                     return
         finally:
+            drain.discard(drained)
             watcher.cancel()
             await self.safe_body(b"")
 

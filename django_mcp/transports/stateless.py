@@ -157,7 +157,7 @@ async def handle_post(consumer: MCPConsumer, payload: Any, version: str | None) 
 async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str) -> None:
     """A ``subscriptions/listen`` stream: acknowledgement first, then the opted-in notifications."""
     from ..drain import drain
-    from .http import SSE_CT, HTTPError, sse_event
+    from .http import SSE_CT, HTTPError, ended_by_drain, sse_event, stream_slot
 
     if not consumer.accepts(SSE_CT):
         raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: subscriptions/listen needs text/event-stream")
@@ -174,32 +174,29 @@ async def listen(consumer: MCPConsumer, request: jsonrpc.Request, revision: str)
         if message is not None:
             queue.put_nowait(message)
 
-    await hub.join(BROADCAST, on_broadcast)
-    try:
-        await consumer.send_headers(
-            status=200,
-            headers=[(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")],
-        )
-        await consumer.safe_body(sse_event(jsonrpc.dumps(listen_filter.acknowledgement())), more=True)
-        watcher = asyncio.ensure_future(consumer._watch_disconnect(lambda: queue.put_nowait(None)))
-
-        def drained() -> None:  # shutting down: end the stream; the client listens again on another worker
-            queue.put_nowait(None)
-
-        drain.on_drain(drained)
+    with stream_slot():
+        await hub.join(BROADCAST, on_broadcast)
         try:
-            while consumer.connected:
-                try:
-                    item = await asyncio.wait_for(queue.get(), mcp_settings.SSE_KEEPALIVE)
-                except asyncio.TimeoutError:
-                    await consumer.safe_body(b": keep-alive\n\n", more=True)
-                    continue
-                if item is None:
-                    break
-                await consumer.safe_body(sse_event(jsonrpc.dumps(item)), more=True)
+            await consumer.send_headers(
+                status=200,
+                headers=[(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")],
+            )
+            await consumer.safe_body(sse_event(jsonrpc.dumps(listen_filter.acknowledgement())), more=True)
+            watcher = asyncio.ensure_future(consumer._watch_disconnect(lambda: queue.put_nowait(None)))
+            drained = ended_by_drain(queue)  # shutting down: the client listens again on another worker
+            try:
+                while consumer.connected:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), mcp_settings.SSE_KEEPALIVE)
+                    except asyncio.TimeoutError:
+                        await consumer.safe_body(b": keep-alive\n\n", more=True)
+                        continue
+                    if item is None:
+                        break
+                    await consumer.safe_body(sse_event(jsonrpc.dumps(item)), more=True)
+            finally:
+                drain.discard(drained)
+                watcher.cancel()
         finally:
-            drain.discard(drained)
-            watcher.cancel()
-    finally:
-        await hub.leave(BROADCAST, on_broadcast)
-        await consumer.safe_body(b"")
+            await hub.leave(BROADCAST, on_broadcast)
+            await consumer.safe_body(b"")

@@ -292,6 +292,7 @@ class ResumingStream:
         self.statuses: list[int] = []
         self.connections = 0
         self.ends: list[float] = []
+        self.opened_at: list[float] = []  # when each 200 connection began
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.opened = threading.Event()
@@ -310,6 +311,7 @@ class ResumingStream:
                         self.statuses.append(r.status_code)
                         self.connections += 1
                         if r.status_code == 200:
+                            self.opened_at.append(time.monotonic())
                             self.opened.set()
                             self._read(r)
                         else:

@@ -17,8 +17,23 @@ ACCEPT = "application/json, text/event-stream"
 REVISION = "2025-11-25"
 
 
+def _serve(cmd: list[str], env: dict[str, str], log: Path, port: int, name: str) -> LiveServer:
+    """Start ``cmd`` and wait until ``port`` answers (the same contract as conftest's ``start_server``)."""
+    handle = log.open("wb")
+    process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited early:\n{log.read_text()}")
+        if _reachable(port):
+            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{name} did not start:\n{log.read_text()}")
+
+
 def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = True) -> LiveServer:
-    """``tests.asgi`` in a real uvicorn process (the same contract as conftest's ``start_server``)."""
+    """``tests.asgi`` in a real uvicorn process."""
     if env["MCP_TEST_DB"] == "postgres":
         need_service("PostgreSQL", 5432)
     if env["MCP_TEST_LAYER"] == "redis":
@@ -26,47 +41,16 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
     if migrate:
         subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
     port = free_port()
-    handle = log.open("wb")
     cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen([*cmd, *flags], env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"uvicorn exited early:\n{log.read_text()}")
-        if _reachable(port):
-            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"uvicorn did not start:\n{log.read_text()}")
+    return _serve([*cmd, *flags], env, log, port, "uvicorn")
 
 
 def start_gunicorn(env: dict[str, str], log: Path, *flags: str) -> LiveServer:
     """``tests.asgi`` under a gunicorn master with one ``uvicorn_worker.UvicornWorker`` (the documented recipe)."""
     subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
     port = free_port()
-    handle = log.open("wb")
-    cmd = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "tests.asgi:application",
-        "-k",
-        "uvicorn_worker.UvicornWorker",
-        "-w",
-        "1",
-        "-b",
-        f"127.0.0.1:{port}",
-    ]
-    process = subprocess.Popen([*cmd, *flags], env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"gunicorn exited early:\n{log.read_text()}")
-        if _reachable(port):
-            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"gunicorn did not start:\n{log.read_text()}")
+    cmd = [sys.executable, "-m", "gunicorn", "tests.asgi:application", "-k", "uvicorn_worker.UvicornWorker"]
+    return _serve([*cmd, "-w", "1", "-b", f"127.0.0.1:{port}", *flags], env, log, port, "gunicorn")
 
 
 def initialize(http: httpx.Client, url: str, revision: str = REVISION) -> str:

@@ -144,6 +144,7 @@ from django_mcp.events import events
 mcp_settings.EVENT_STORE_TTL = 1
 for stream in range(30):
     events.append_sync("s1", f"old{stream}", 1, b"{}")
+events.append_session_sync("s1", b"{}")  # the session log's event expires; its counter lives longer
 mcp_settings.EVENT_STORE_TTL = 3600
 for stream in range(5):
     events.append_sync("s1", f"new{stream}", 1, b"{}")
@@ -162,13 +163,13 @@ def test_cleanup_deletes_expired_events_of_a_database_cache(tmp_path: Path) -> N
             "from django.db import connection; c = connection.cursor();"
             " c.execute('SELECT COUNT(*) FROM mcp_test_cache'); print(c.fetchone()[0])"
         )
-        assert _last_line(server.manage("shell", "-c", rows)) == "35"
+        assert _last_line(server.manage("shell", "-c", rows)) == "37"
         dry = server.manage("mcp_cleanup", "--dry-run")
-        assert "stored events: 30 would be deleted" in dry, dry
-        assert _last_line(server.manage("shell", "-c", rows)) == "35"
+        assert "stored events: 31 would be deleted" in dry, dry
+        assert _last_line(server.manage("shell", "-c", rows)) == "37"
         real = server.manage("mcp_cleanup")
-        assert "stored events: 30 deleted" in real, real
-        assert _last_line(server.manage("shell", "-c", rows)) == "5"
+        assert "stored events: 31 deleted" in real, real
+        assert _last_line(server.manage("shell", "-c", rows)) == "6"
         check = "from django_mcp.events import events; print(events.replay_sync('s1', 'new0', 0) is not None)"
         assert _last_line(server.manage("shell", "-c", check)) == "True"
     finally:

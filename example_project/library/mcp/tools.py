@@ -2,8 +2,8 @@
 
 Sync tools run in django_mcp's bounded thread pool (``SYNC_WORKERS``), each call handled like a
 Django request, so they use the ORM as usual;
-async tools use the async ORM API (``afirst``, ``acount``...) or wrap sync code in
-``sync_to_async``. Nothing here blocks the event loop.
+async tools use the async ORM API (``afirst``, ``acount``...) or hand sync code to the same pool
+with ``await run_sync(fn, *args)``. Nothing here blocks the event loop.
 
 Who may do what (copy this pattern, not just the tools):
 
@@ -23,13 +23,13 @@ object checks run inside the tool, where the object is known.
 import datetime
 from typing import Annotated, Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 from pydantic import BaseModel, Field
 
-from django_mcp import Context, Message, ToolError, site, user
+from django_mcp import Context, Message, ToolError, run_sync, site, user
 from django_mcp.exceptions import ResourceNotFound
 
 from ..models import Author, Book, Loan, LoanQuerySet
@@ -248,7 +248,7 @@ async def lend_book(
         days: length of the loan in days
     """
     caller: Any = ctx.user
-    desk = await sync_to_async(caller.has_perm)("library.lend_to_others")
+    desk = await run_sync(caller.has_perm, "library.lend_to_others")
     own_name = caller.get_full_name() or caller.get_username()
     if borrower and not desk and borrower != own_name:
         raise ToolError("Only library staff lend books to other people; leave out the borrower to borrow it yourself.")
@@ -269,7 +269,7 @@ async def lend_book(
             raise ToolError(f"Nothing lent: the user chose to {answer.action} the question.")
         borrower = Borrower.model_validate(answer.content).name
     member = caller if borrower == own_name else None  # a loan at the desk for a walk-in has no member
-    loan = await sync_to_async(_lend)(book_id, borrower, member, days)
+    loan = await run_sync(_lend, book_id, borrower, member, days)
     await ctx.info(f"Lent {loan.book.title!r} to {loan.borrower}, due {loan.due.isoformat()}", logger="library")
     await _book_changed(book_id)
     return _loan_out(loan)
@@ -336,7 +336,8 @@ async def complete_book_id(value: str) -> list[str]:
 )
 def book_resource(book_id: str) -> str:
     """One book as a Markdown page: author, year, genre, availability and summary."""
-    book = Book.objects.select_related("author").filter(pk=int(book_id)).first() if book_id.isdigit() else None
+    valid = book_id.isascii() and book_id.isdigit() and len(book_id) <= 18  # "²" is a digit to isdigit() only
+    book = Book.objects.select_related("author").filter(pk=int(book_id)).first() if valid else None
     if book is None:
         raise ResourceNotFound(f"library://books/{book_id}")
     shelf = f"{book.available_copies} on the shelf" if book.available_copies else "all copies lent out"
