@@ -123,10 +123,6 @@ class Drain:
     def discard(self, callback: Callable[[], None]) -> None:
         self._on_drain.discard(callback)
 
-    def streams(self) -> int:
-        """Open GET (and resumed) streams on this worker: each waits for the drain to end it."""
-        return len(self._on_drain)
-
     def in_flight(self) -> int:
         from .engine import engine
 

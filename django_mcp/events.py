@@ -102,6 +102,26 @@ def _next(cache: Any, key: str, timeout: float | None) -> int:
         return int(cache.incr(key))
 
 
+def _append_numbered(
+    cache: Any, counter: str, key: Callable[[int], str], value: Any, cap: int, counter_ttl: float | None
+) -> int:
+    """Store ``value`` under the log's next number, dropping the one that falls out of its cap."""
+    n = _next(cache, counter, counter_ttl)
+    cache.set(key(n), (time.time(), value), mcp_settings.EVENT_STORE_TTL)
+    if n > cap:
+        cache.delete(key(n - cap))
+    return n
+
+
+def _numbered_after(cache: Any, key: Callable[[int], str], after: int, last: int, cap: int) -> list[tuple[int, Any]]:
+    """``(n, (stored at, value))`` for the entries numbered ``after+1..last`` still kept, oldest first."""
+    first = max(after, last - cap) + 1
+    if first > last:
+        return []
+    found = cache.get_many([key(n) for n in range(first, last + 1)])
+    return [(n, found[key(n)]) for n in range(first, last + 1) if found.get(key(n)) is not None]
+
+
 class EventStore:
     """The three logs; each ``*_sync`` method is one short cache round trip or two."""
 
@@ -126,10 +146,9 @@ class EventStore:
         Its writer lease starts with it: a known stream without a lease always means a writer that
         stopped renewing, never one whose first lease failed to be stored.
         """
-        cache = self._cache()
-        cache.set(_lease_key(session, stream), 1, mcp_settings.WRITER_LEASE_TTL)
+        self.lease_sync(session, stream)
         entry = {"events": [], "done": False, "rid": request_id}
-        cache.add(_key(session, stream), entry, mcp_settings.EVENT_STORE_TTL)
+        self._cache().add(_key(session, stream), entry, mcp_settings.EVENT_STORE_TTL)
 
     def replay_sync(self, session: str, stream: str, after: int) -> tuple[list[tuple[int, bytes]], bool] | None:
         """Events after ``after`` and whether the stream has ended; None for an unknown stream."""
@@ -163,32 +182,21 @@ class EventStore:
     # -- a session's GET stream ---------------------------------------------------------------
     def append_session_sync(self, session: str, data: bytes) -> int:
         """Store one event for the session's GET stream; its number, unique across workers."""
-        cache = self._cache()
-        ttl = mcp_settings.EVENT_STORE_TTL
-        n = _next(cache, _sseq_key(session), max(ttl, mcp_settings.SESSION_IDLE_TIMEOUT) * 2)
-        cache.set(_sev_key(session, n), (time.time(), data), ttl)
+        counter_ttl = max(mcp_settings.EVENT_STORE_TTL, mcp_settings.SESSION_IDLE_TIMEOUT) * 2
         cap = int(mcp_settings.EVENT_STORE_SESSION_MAX_EVENTS)
-        if n > cap:
-            cache.delete(_sev_key(session, n - cap))
-        return n
+        return _append_numbered(
+            self._cache(), _sseq_key(session), lambda n: _sev_key(session, n), data, cap, counter_ttl
+        )
 
     def session_position_sync(self, session: str) -> int:
         return int(self._cache().get(_sseq_key(session)) or 0)
 
     def session_after_sync(self, session: str, after: int, upto: int | None = None) -> list[tuple[int, float, bytes]]:
         """Stored events numbered after ``after`` (up to ``upto``, else the newest), oldest first."""
-        cache = self._cache()
         last = self.session_position_sync(session) if upto is None else upto
-        first = max(after, last - int(mcp_settings.EVENT_STORE_SESSION_MAX_EVENTS)) + 1
-        if first > last:
-            return []
-        found = cache.get_many([_sev_key(session, n) for n in range(first, last + 1)])
-        out = []
-        for n in range(first, last + 1):
-            hit = found.get(_sev_key(session, n))
-            if hit is not None:
-                out.append((n, float(hit[0]), bytes(hit[1])))
-        return out
+        cap = int(mcp_settings.EVENT_STORE_SESSION_MAX_EVENTS)
+        kept = _numbered_after(self._cache(), lambda n: _sev_key(session, n), after, last, cap)
+        return [(n, float(at), bytes(data)) for n, (at, data) in kept]
 
     # -- broadcasts ---------------------------------------------------------------------------
     def stamp_broadcast_sync(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -200,12 +208,8 @@ class EventStore:
         if payload.get("kind") not in REPLAYABLE:
             return payload
         try:
-            cache = self._cache()
-            n = _next(cache, _BSEQ, None)
-            cache.set(_bev_key(n), (time.time(), payload), mcp_settings.EVENT_STORE_TTL)
             cap = int(mcp_settings.EVENT_STORE_BROADCAST_MAX_EVENTS)
-            if n > cap:
-                cache.delete(_bev_key(n - cap))
+            n = _append_numbered(self._cache(), _BSEQ, _bev_key, payload, cap, None)
         except Exception as exc:  # noqa: BLE001 - whatever the cache backend raises when it is down
             logger.warning("django_mcp: event store unavailable, broadcast not stored (%s)", exc)
             return payload
@@ -215,18 +219,10 @@ class EventStore:
         return int(self._cache().get(_BSEQ) or 0)
 
     def broadcasts_after_sync(self, after: int, upto: int | None = None) -> list[tuple[int, float, dict[str, Any]]]:
-        cache = self._cache()
         last = self.broadcast_position_sync() if upto is None else upto
-        first = max(after, last - int(mcp_settings.EVENT_STORE_BROADCAST_MAX_EVENTS)) + 1
-        if first > last:
-            return []
-        found = cache.get_many([_bev_key(n) for n in range(first, last + 1)])
-        out = []
-        for n in range(first, last + 1):
-            hit = found.get(_bev_key(n))
-            if hit is not None:
-                out.append((n, float(hit[0]), dict(hit[1])))
-        return out
+        cap = int(mcp_settings.EVENT_STORE_BROADCAST_MAX_EVENTS)
+        kept = _numbered_after(self._cache(), _bev_key, after, last, cap)
+        return [(n, float(at), dict(payload)) for n, (at, payload) in kept]
 
     # -- async faces ----------------------------------------------------------------------------
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
@@ -289,11 +285,9 @@ class EventStore:
         return await self._call(self.broadcasts_after_sync, after, upto)
 
     async def stamp_broadcast(self, payload: dict[str, Any]) -> dict[str, Any]:
-        if payload.get("kind") not in REPLAYABLE:
+        if payload.get("kind") not in REPLAYABLE:  # nothing to store: no thread hop
             return payload
-        if _is_local_cache():
-            return self.stamp_broadcast_sync(payload)
-        return await sync_to_async(self.stamp_broadcast_sync, thread_sensitive=False)(payload)
+        return await self._call(self.stamp_broadcast_sync, payload)
 
 
 def _is_local_cache() -> bool:

@@ -25,15 +25,11 @@ _PROBE_GROUP = "mcp.health"
 
 
 def _database_ok() -> None:
-    """One ``SELECT 1`` with Django's request-cycle connection handling around it."""
-    from django.db import close_old_connections, connection
+    """One ``SELECT 1`` (the bookkeeping pool runs it between two ``close_old_connections()``)."""
+    from django.db import connection
 
-    close_old_connections()
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    finally:
-        close_old_connections()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
 
 
 #: The database probe in flight: a hung database must not pile up one blocked thread per probe.
@@ -75,6 +71,7 @@ async def check_channel_layer() -> str:
 async def report() -> tuple[int, dict[str, Any]]:
     """The status code and body of one probe."""
     from .sessions import store
+    from .transports.http import open_streams
 
     database, layer = await asyncio.gather(check_database(), check_channel_layer())
     store.prune()
@@ -83,7 +80,7 @@ async def report() -> tuple[int, dict[str, Any]]:
         "checks": {"database": database, "channel_layer": layer},
         "worker": {
             "sessions_cached": len(store),
-            "open_streams": drain.streams(),
+            "open_streams": open_streams(),
             "requests_in_flight": drain.in_flight(),
         },
     }

@@ -11,20 +11,15 @@ made the change.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import models, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
-from .conf import mcp_settings
-from .routing import BROADCAST, hub
-
-logger = logging.getLogger("django_mcp")
+from .routing import hub
 
 if TYPE_CHECKING:
     from .model_resources import ModelResource
@@ -60,20 +55,14 @@ def uris_for(obj: models.Model) -> list[str]:
 
 
 def send_sync(payloads: Iterable[dict[str, Any]]) -> None:
-    """Broadcast from sync code: straight to the channel layer, else to this process's hub."""
-    from .events import events
+    """Broadcast from sync code (a tool's thread, the admin, a management command).
 
-    layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+    Stored first, so a GET stream resumed later replays it; a layer outage is logged and
+    never fails the save that triggered it. Publishing from outside a worker's loop joins
+    no group (``Hub.publish``).
+    """
     for payload in payloads:
-        if layer is None:
-            async_to_sync(hub.broadcast)(payload)
-            continue
-        # Stored first (as hub.broadcast does), so a GET stream resumed later replays it.
-        stamped = events.stamp_broadcast_sync(payload)
-        try:
-            async_to_sync(layer.group_send)(BROADCAST, {"type": "mcp.message", "group": BROADCAST, "payload": stamped})
-        except Exception as exc:  # noqa: BLE001 - a layer outage must not fail the save that triggered it
-            logger.warning("django_mcp: broadcast not sent, channel layer unavailable (%s)", exc)
+        async_to_sync(hub.broadcast_or_log)(payload)
 
 
 def _schedule(payloads: list[dict[str, Any]], using: str | None) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from .conf import mcp_settings
-from .unavailable import BackendUnavailable
+from .unavailable import BackendUnavailable, Unavailable
 
 logger = logging.getLogger("django_mcp")
 
@@ -54,7 +54,6 @@ class Hub:
         self._broken = False  # the layer failed: re-add every group before receiving again
         self._stale: set[str] = set()  # groups left locally whose group_discard failed: retried
         self._sweeper: asyncio.Task[None] | None = None
-        self.recoveries = 0
 
     async def start(self) -> None:
         """Listen on the broadcast group from now on: a worker that caches sessions must hear them change."""
@@ -132,7 +131,6 @@ class Hub:
             logger.debug("django_mcp hub: channel layer still unavailable (%s)", exc)
             return False
         self._broken = False
-        self.recoveries += 1
         logger.warning("django_mcp hub: channel layer back; %d groups re-added", len(self._joined))
         for group in list(self._listeners):
             self._deliver(group, {"kind": "resync"})
@@ -268,6 +266,17 @@ class Hub:
 
         await self.publish(BROADCAST, await events.stamp_broadcast(payload))
 
+    async def broadcast_or_log(self, payload: dict[str, Any]) -> None:
+        """``broadcast`` for news the sender can do without: a layer outage is logged, not raised.
+
+        Replayable kinds are stored first, so resumed streams still get them; caches catch
+        up on their next revalidation.
+        """
+        try:
+            await self.broadcast(payload)
+        except Unavailable as exc:
+            logger.warning("django_mcp: %s not broadcast (%s)", payload.get("kind"), exc)
+
     async def notify_session(self, session_id: str, message: dict[str, Any]) -> None:
         """A server notification for a session's GET stream: stored (numbered per session), then sent."""
         from .events import events
@@ -278,14 +287,6 @@ class Hub:
 
     def has_local(self, group: str) -> bool:
         return bool(self._listeners.get(group))
-
-    def counts(self) -> dict[str, int]:
-        """Local listeners and joined layer groups (for a health view; both return to 0 when idle)."""
-        return {
-            "listeners": sum(len(ls) for ls in self._listeners.values()),
-            "groups": len(self._joined - {BROADCAST}),
-            "recoveries": self.recoveries,
-        }
 
 
 hub = Hub()

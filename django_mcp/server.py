@@ -9,7 +9,6 @@ for an ``Exchange`` that carries the revision, the caller and the outlet.
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,8 +29,6 @@ from .resources import Completer, Resource, ResourceTemplate, _runner
 from .sync import drop_shared_connections, run_sync
 from .tools import Tool
 from .unavailable import database_error
-
-logger = logging.getLogger("django_mcp")
 
 if TYPE_CHECKING:
     from .engine import Exchange
@@ -347,22 +344,14 @@ class MCPServer:
     async def notify_list_changed(self, kind: str) -> None:
         """Tell every connected client that the tools/resources/prompts list changed."""
         from .routing import hub
-        from .unavailable import Unavailable
 
-        try:
-            await hub.broadcast({"kind": "list_changed", "list": kind})
-        except Unavailable as exc:  # stored for resumed streams; live ones catch up when the layer is back
-            logger.warning("django_mcp: notification not broadcast (%s)", exc)
+        await hub.broadcast_or_log({"kind": "list_changed", "list": kind})
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell subscribers that the resource at ``uri`` changed."""
         from .routing import hub
-        from .unavailable import Unavailable
 
-        try:
-            await hub.broadcast({"kind": "resource_updated", "uri": uri})
-        except Unavailable as exc:  # stored for resumed streams; live ones catch up when the layer is back
-            logger.warning("django_mcp: notification not broadcast (%s)", exc)
+        await hub.broadcast_or_log({"kind": "resource_updated", "uri": uri})
 
     # -- dispatch ------------------------------------------------------------------
     async def handle(self, method: str, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:

@@ -238,11 +238,8 @@ class SessionStore:
             self._local.pop(state.id, None)
             return
         self._local[state.id] = state
-        try:
-            await hub.broadcast({"kind": "session_changed", "session": state.id, "fields": fields})
-        except Unavailable as exc:
-            # Saved: other workers catch up when they revalidate (SESSION_REVALIDATE_INTERVAL) or reload.
-            logger.warning("django_mcp: session change not broadcast (%s)", exc)
+        # Saved: without the layer, other workers catch up when they revalidate or reload it.
+        await hub.broadcast_or_log({"kind": "session_changed", "session": state.id, "fields": fields})
 
     async def set_subscription(self, state: SessionState, uri: str, on: bool) -> None:
         """Add or drop one resource subscription, atomically in the database.
@@ -278,17 +275,9 @@ class SessionStore:
         current, version = changed
         _apply(state, {"subscriptions": current}, version)
         self._local[state.id] = state
-        try:
-            await hub.broadcast(
-                {
-                    "kind": "session_changed",
-                    "session": state.id,
-                    "fields": {"subscriptions": current},
-                    "version": version,
-                }
-            )
-        except Unavailable as exc:
-            logger.warning("django_mcp: session change not broadcast (%s)", exc)
+        await hub.broadcast_or_log(
+            {"kind": "session_changed", "session": state.id, "fields": {"subscriptions": current}, "version": version}
+        )
 
     async def is_initialized(self, state: SessionState) -> bool:
         """Whether the client sent notifications/initialized (asks the database if another worker got it)."""
@@ -379,17 +368,9 @@ async def expire_idle() -> int:
 
 async def announce_ended(ids: list[str]) -> None:
     """One broadcast for many ended sessions (idle expiry): caches drop them, their streams close."""
-    from channels.layers import get_channel_layer
-
-    from .routing import BROADCAST
-
     payload = {"kind": "sessions_ended", "sessions": ids}
-    store._on_broadcast(payload)
-    layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
-    if layer is not None:
-        # Straight to the layer, not through the hub: a management command must not join groups
-        # (a channel added to the broadcast group and never read again would fill up in Redis).
-        await layer.group_send(BROADCAST, {"type": "mcp.message", "group": BROADCAST, "payload": payload})
+    store._on_broadcast(payload)  # this process at once, whether or not its hub listens
+    await hub.broadcast(payload)  # from a management command too: publishing joins no group
 
 
 store = SessionStore()

@@ -59,11 +59,12 @@ JSON_CT = b"application/json"
 SSE_CT = b"text/event-stream"
 #: Requests still running after 10 ms start watching for the client going away.
 _slow = Later(0.01)
-#: GET streams this worker process holds open (``MAX_STREAMS`` bounds it).
+#: Long-lived streams (GET, resumed POST, listen) this worker process holds open (``MAX_STREAMS``).
 _open_streams = 0
 
 
 def open_streams() -> int:
+    """What the health endpoint reports as this worker's open streams."""
     return _open_streams
 
 
@@ -76,9 +77,8 @@ def stream_slot() -> Iterator[None]:
     """
     global _open_streams
     if _open_streams >= mcp_settings.MAX_STREAMS:
-        raise HTTPError(
-            503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=_retry_after()
-        )
+        retry_after = [(b"retry-after", str(mcp_settings.UNAVAILABLE_RETRY_AFTER).encode())]
+        raise HTTPError(503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=retry_after)
     _open_streams += 1
     try:
         yield
@@ -96,10 +96,6 @@ def ended_by_drain(queue: asyncio.Queue[Any]) -> Callable[[], None]:
     if drain.draining:  # the drain began while the stream was opening
         drained()
     return drained
-
-
-def _retry_after(seconds: int | None = None) -> list[tuple[bytes, bytes]]:
-    return [(b"retry-after", str(seconds if seconds is not None else mcp_settings.UNAVAILABLE_RETRY_AFTER).encode())]
 
 
 def _uncancel(task: asyncio.Task[Any]) -> None:
