@@ -354,6 +354,27 @@ class MCPServer:
         await hub.broadcast_or_log({"kind": "resource_updated", "uri": uri})
 
     # -- dispatch ------------------------------------------------------------------
+    def target(self, method: str, params: dict[str, Any]) -> Any:
+        """The tool, prompt, resource or resource template a request names, or None.
+
+        Looked up once per request (by the dispatch path, for header and scope checks) and
+        carried on the exchange, so the handler does not look it up again.
+        """
+        if method == "tools/call":
+            name = params.get("name")
+            return self.tools.get(name) if isinstance(name, str) else None
+        if method == "prompts/get":
+            name = params.get("name")
+            return self.prompts.get(name) if isinstance(name, str) else None
+        if method in ("resources/read", "resources/subscribe"):
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                found = self.resources.get(uri)
+                if found is None:
+                    found = next((t for t in self.templates.values() if t.template.match(uri) is not None), None)
+                return found
+        return None
+
     async def handle(self, method: str, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
         handler = self._handlers.get(method)
         if handler is None:
@@ -413,7 +434,7 @@ async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -
 
 async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params.get("name")
-    tool = server.tools.get(name) if isinstance(name, str) else None
+    tool: Tool | None = ex.target
     if tool is None or not await visible(tool, ex):
         raise InvalidParams(f"Unknown tool: {name}", {"name": name})
     try:
@@ -505,7 +526,7 @@ async def _list_prompts(server: MCPServer, params: dict[str, Any], ex: Exchange)
 
 async def _get_prompt(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params["name"]
-    prompt = server.prompts.get(name)
+    prompt: Prompt | None = ex.target
     if prompt is None or not await visible(prompt, ex):
         raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
     arguments = params.get("arguments") or {}
