@@ -52,6 +52,24 @@ class RequestCancelled(Exception):
     """Raised inside a handler whose request the client cancelled."""
 
 
+class InputRequired(Exception):
+    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry.
+
+    ``requests`` maps each unanswered question's key to its ``{method, params}``;
+    ``Context.gather`` merges several into one ``input_required`` result.
+    """
+
+    def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
+        super().__init__(method)
+        self.key, self.method, self.params, self.answers = key, method, params, answers
+        self.requests: dict[str, dict[str, Any]] = {key: {"method": method, "params": params}}
+
+    def merge(self, other: InputRequired) -> InputRequired:
+        self.requests.update(other.requests)
+        self.answers = {**self.answers, **other.answers}
+        return self
+
+
 def exception_handler(exc: BaseException, *, tool: str | None = None) -> dict[str, Any] | None:
     """Map an exception raised by a tool to a tool result, or None to re-raise it.
 

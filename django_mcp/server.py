@@ -19,7 +19,7 @@ from . import __version__
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
-from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
+from .exceptions import InputRequired, InvalidParams, MethodNotFound, ResourceNotFound
 from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
 from .protocol import cursor
@@ -40,24 +40,6 @@ Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str
 CACHEABLE = frozenset(
     {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read", "server/discover"}
 )
-
-
-class InputRequired(Exception):
-    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry.
-
-    ``requests`` maps each unanswered question's key to its ``{method, params}``;
-    ``Context.gather`` merges several into one ``input_required`` result.
-    """
-
-    def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
-        super().__init__(method)
-        self.key, self.method, self.params, self.answers = key, method, params, answers
-        self.requests: dict[str, dict[str, Any]] = {key: {"method": method, "params": params}}
-
-    def merge(self, other: InputRequired) -> InputRequired:
-        self.requests.update(other.requests)
-        self.answers = {**self.answers, **other.answers}
-        return self
 
 
 def _name(fn: Callable[..., Any]) -> str:
