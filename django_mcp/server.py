@@ -19,7 +19,7 @@ from . import __version__
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
-from .exceptions import InputRequired, InvalidParams, MethodNotFound, ResourceNotFound
+from .exceptions import InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
 from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
 from .protocol import cursor
@@ -408,8 +408,9 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
             "content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}],
             "isError": True,
         }
+    ctx = Context(ex)
     try:
-        value = await tool.run(kwargs, Context(ex))
+        value = await tool.run(kwargs, ctx)
     except (InputRequired, ProtocolError):
         raise
     except Exception as exc:  # user code: the exception handler turns it into an isError result
@@ -417,11 +418,26 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
         if lost is not None:  # an async tool's ORM call (sync tools' are mapped by the pool): retryable
             await drop_shared_connections()
             raise lost from exc
-        result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
+        result = handle_exception(mcp_settings.EXCEPTION_HANDLER, exc, exception_context(server, tool, kwargs, ctx))
         if result is None:
             raise
-        return result  # type: ignore[no-any-return]
+        return result
     return tool.to_result(value)
+
+
+def exception_context(server: MCPServer, tool: Tool, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """What ``EXCEPTION_HANDLER(exc, context)`` learns about the failed call (DRF-style ``context``)."""
+    return {
+        "tool": tool.name,
+        "user": ctx.user,
+        "session_id": ctx.session_id,
+        "request_id": ctx.request_id,
+        "client_id": ctx.client_id,
+        "revision": ctx.protocol_version,
+        "arguments": {k: v for k, v in kwargs.items() if k != tool.ctx_param},
+        "server": server,
+        "ctx": ctx,
+    }
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
