@@ -19,7 +19,7 @@ from . import __version__
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
-from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
+from .exceptions import InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
 from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
 from .protocol import cursor
@@ -40,24 +40,6 @@ Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str
 CACHEABLE = frozenset(
     {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read", "server/discover"}
 )
-
-
-class InputRequired(Exception):
-    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry.
-
-    ``requests`` maps each unanswered question's key to its ``{method, params}``;
-    ``Context.gather`` merges several into one ``input_required`` result.
-    """
-
-    def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
-        super().__init__(method)
-        self.key, self.method, self.params, self.answers = key, method, params, answers
-        self.requests: dict[str, dict[str, Any]] = {key: {"method": method, "params": params}}
-
-    def merge(self, other: InputRequired) -> InputRequired:
-        self.requests.update(other.requests)
-        self.answers = {**self.answers, **other.answers}
-        return self
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -447,8 +429,9 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
             "content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}],
             "isError": True,
         }
+    ctx = Context(ex)
     try:
-        value = await tool.run(kwargs, Context(ex))
+        value = await tool.run(kwargs, ctx)
     except (InputRequired, ProtocolError):
         raise
     except Exception as exc:  # user code: the exception handler turns it into an isError result
@@ -456,11 +439,26 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
         if lost is not None:  # an async tool's ORM call (sync tools' are mapped by the pool): retryable
             await drop_shared_connections()
             raise lost from exc
-        result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
+        result = handle_exception(mcp_settings.EXCEPTION_HANDLER, exc, exception_context(server, tool, kwargs, ctx))
         if result is None:
             raise
-        return result  # type: ignore[no-any-return]
+        return result
     return tool.to_result(value)
+
+
+def exception_context(server: MCPServer, tool: Tool, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """What ``EXCEPTION_HANDLER(exc, context)`` learns about the failed call (DRF-style ``context``)."""
+    return {
+        "tool": tool.name,
+        "user": ctx.user,
+        "session_id": ctx.session_id,
+        "request_id": ctx.request_id,
+        "client_id": ctx.client_id,
+        "revision": ctx.protocol_version,
+        "arguments": {k: v for k, v in kwargs.items() if k != tool.ctx_param},
+        "server": server,
+        "ctx": ctx,
+    }
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
