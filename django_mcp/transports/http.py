@@ -44,7 +44,8 @@ from ..protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_RE
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
-from ..unavailable import Unavailable, unavailable
+from ..unavailable import Unavailable
+from . import checks
 from .base import (
     JSON_CT,
     SSE_CT,
@@ -55,7 +56,6 @@ from .base import (
     sse_event,
     stream_slot,
 )
-from .security import host_allowed, origin_allowed, unauthenticated_refusal
 from .stateless import StatelessMixin
 
 logger = logging.getLogger("django_mcp")
@@ -236,19 +236,10 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
                 raise
             _uncancel(asyncio.current_task())  # type: ignore[arg-type]  # we are inside a task
             await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
-        except Exception as exc:
-            retry = unavailable(exc)  # the database, the layer or a pool: 503 + Retry-After, not a 500
-            if retry is not None:
-                if exc is retry:
-                    logger.warning("MCP endpoint: %s", exc)
-                with contextlib.suppress(Exception):
-                    await self.error_response(
-                        HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
-                    )
-                return
-            logger.exception("MCP endpoint failed")
+        except Exception as exc:  # noqa: BLE001 - logged by checks.failure, answered 503 or 500
+            error = checks.failure(exc)  # 503 + Retry-After for an unavailable backend, else 500
             with contextlib.suppress(Exception):
-                await self.error_response(HTTPError(500, jsonrpc.INTERNAL_ERROR, "Internal error"))
+                await self.error_response(error)
 
     def header(self, name: bytes) -> str | None:
         value = self._headers.get(name)
@@ -304,28 +295,14 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         elif method == "OPTIONS":
             await self.empty_response(204, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
         else:
-            await self.json_response(
-                405,
-                jsonrpc.error_message(None, ProtocolError(jsonrpc.INVALID_REQUEST, f"Method {method} not allowed")),
-                [(b"allow", b"GET, POST, DELETE")],
-            )
+            raise checks.method_not_allowed(method)
 
     def check_origin(self) -> None:
-        if (refusal := unauthenticated_refusal(self.scope)) is not None:
-            raise HTTPError(403, jsonrpc.INVALID_REQUEST, refusal)
-        host = self.header(b"host") or ""
-        if not host_allowed(host):
-            raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host not allowed")
-        origin = self.header(b"origin")
-        if origin is not None and not origin_allowed(origin, host):
-            raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin not allowed")
+        checks.check_origin(self.scope, self._headers)
 
     async def authenticate(self) -> None:
         """With ``AUTH = "oauth"``: a valid bearer token or a 401/403 challenge (django_mcp.auth)."""
-        if mcp_settings.AUTH == "oauth":
-            from ..auth.bearer import authenticate_scope
-
-            await authenticate_scope(self.scope, self._headers)
+        await checks.authenticate(self.scope, self._headers)
 
     def caller(self) -> Caller:
         """Who sends this request: what ``authenticate`` recorded in the scope, and the language."""
@@ -342,21 +319,10 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         return await dispatch.find_session(self.header(b"mcp-session-id"), self.caller(), request_id, version)
 
     def accepts(self, *types: bytes) -> bool:
-        accept = self._headers.get(b"accept", b"").lower()
-        if not accept:
-            return False
-        if b"*/*" in accept:
-            return True
-        for t in types:
-            if t not in accept:
-                return False
-        return True
+        return checks.accepts(self._headers, *types)
 
     async def read_body(self) -> bytes:
         limit = mcp_settings.MAX_BODY_SIZE
-        declared = self._headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {limit} bytes")
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -367,7 +333,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                raise HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {limit} bytes")
+                raise checks.too_large()
             if not message.get("more_body"):
                 return chunk if not chunks else b"".join((*chunks, chunk))
             chunks.append(chunk)
@@ -383,17 +349,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
 
     # -- POST -----------------------------------------------------------------------------
     async def handle_post(self) -> None:
-        ctype = (self.header(b"content-type") or "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise HTTPError(
-                415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
-            )
-        if not self.accepts(JSON_CT, SSE_CT):
-            raise HTTPError(
-                406,
-                jsonrpc.INVALID_REQUEST,
-                "Not Acceptable: Accept must include application/json and text/event-stream",
-            )
+        checks.check_post(self._headers)  # 415, 406, and 413 for a declared length over the limit
         payload = dispatch.parse(await self.read_body())
         if drain.draining and dispatch.has_request(payload):
             await self.json_response(503, shutdown_error(jsonrpc.id_of(payload)), DRAIN_HEADERS)
@@ -465,9 +421,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         if target is dispatch.UNSET:
             target = server.target(request.method, request.params or {})
         if auth is not None:
-            from ..auth.bearer import check_scopes
-
-            check_scopes(self.scope, server, request, auth, target)
+            checks.check_scopes(self.scope, server, request, target)
         stream = ResponseStream(self, session.id if session else None, request.id)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
         sid = session.id if session else None

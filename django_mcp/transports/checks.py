@@ -1,0 +1,116 @@
+"""The HTTP checks every Streamable HTTP front end makes, written once.
+
+The Channels consumer (``transports.http.MCPConsumer``) and the plain Django view
+(``django_mcp.views.mcp_view``, WSGI mode) call these with what they were given:
+an ASGI-shaped ``scope`` (the view builds one from its ``HttpRequest``) and the
+request headers as lower-case ``bytes`` names. Each raises ``HTTPError`` (or the
+auth ``Challenge``) with the status and JSON-RPC error both front ends answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..conf import mcp_settings
+from ..protocol import jsonrpc
+from ..unavailable import unavailable
+from .base import JSON_CT, SSE_CT, HTTPError
+from .security import host_allowed, origin_allowed, unauthenticated_refusal
+
+logger = logging.getLogger("django_mcp")
+
+#: What a POST must be sent as.
+JSON_TYPE = "application/json"
+
+
+def header(headers: dict[bytes, bytes], name: bytes) -> str | None:
+    value = headers.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
+def check_origin(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
+    """Development mode's loopback rule, then ``Host`` and ``Origin`` (DNS rebinding): 403."""
+    if (refusal := unauthenticated_refusal(scope)) is not None:
+        raise HTTPError(403, jsonrpc.INVALID_REQUEST, refusal)
+    host = header(headers, b"host") or ""
+    if not host_allowed(host):
+        raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host not allowed")
+    origin = header(headers, b"origin")
+    if origin is not None and not origin_allowed(origin, host):
+        raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin not allowed")
+
+
+async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
+    """With ``AUTH = "oauth"``: a valid bearer token (recorded in ``scope``) or a 401/403 ``Challenge``."""
+    if mcp_settings.AUTH == "oauth":
+        from ..auth.bearer import authenticate_scope
+
+        await authenticate_scope(scope, headers)
+
+
+def check_scopes(scope: dict[str, Any], server: Any, request: jsonrpc.Request, target: Any) -> None:
+    """A token lacking the scopes of the tool/resource/prompt a request names: 403 ``Challenge``."""
+    auth = scope.get("mcp_auth")
+    if auth is not None:
+        from ..auth.bearer import check_scopes as check
+
+        check(scope, server, request, auth, target)
+
+
+def accepts(headers: dict[bytes, bytes], *types: bytes) -> bool:
+    """Whether ``Accept`` lists every one of ``types`` (or ``*/*``)."""
+    accept = headers.get(b"accept", b"").lower()
+    if not accept:
+        return False
+    if b"*/*" in accept:
+        return True
+    return all(t in accept for t in types)
+
+
+def check_post(headers: dict[bytes, bytes]) -> None:
+    """A POST's ``Content-Type`` (415), ``Accept`` (406) and declared ``Content-Length`` (413)."""
+    ctype = (header(headers, b"content-type") or "").split(";")[0].strip().lower()
+    if ctype != JSON_TYPE:
+        raise HTTPError(415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+    if not accepts(headers, JSON_CT, SSE_CT):
+        raise HTTPError(
+            406,
+            jsonrpc.INVALID_REQUEST,
+            "Not Acceptable: Accept must include application/json and text/event-stream",
+        )
+    declared = headers.get(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > mcp_settings.MAX_BODY_SIZE:
+        raise too_large()
+
+
+def too_large() -> HTTPError:
+    return HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {mcp_settings.MAX_BODY_SIZE} bytes")
+
+
+def failure(exc: Exception) -> HTTPError:
+    """What an unexpected exception answers: 503 + ``Retry-After`` for an unavailable backend, else 500."""
+    retry = unavailable(exc)  # the database, the layer or a pool: 503 + Retry-After, not a 500
+    if retry is not None:
+        if exc is retry:
+            logger.warning("MCP endpoint: %s", exc)
+        return HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
+    logger.exception("MCP endpoint failed")
+    return HTTPError(500, jsonrpc.INTERNAL_ERROR, "Internal error")
+
+
+def method_not_allowed(method: str, allow: bytes = b"GET, POST, DELETE") -> HTTPError:
+    return HTTPError(405, jsonrpc.INVALID_REQUEST, f"Method {method} not allowed", headers=[(b"allow", allow)])
+
+
+__all__ = [
+    "accepts",
+    "authenticate",
+    "check_origin",
+    "check_post",
+    "check_scopes",
+    "failure",
+    "header",
+    "method_not_allowed",
+    "too_large",
+]
