@@ -72,6 +72,9 @@ UNSET: Any = object()
 class Outlet(Protocol):
     async def send(self, message: dict[str, Any]) -> None: ...
 
+    # Optional: ``carries_requests = False`` when the client cannot answer a server->client request
+    # while the call runs (a response buffered until the end, as in WSGI mode).
+
     # Optional: ``async def close(self) -> None`` ends the response early (SSE polling).
 
 
@@ -343,7 +346,8 @@ class Engine:
 
     # -- server -> client requests (handshake era) ------------------------------------
     async def client_request(self, ex: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if ex.outlet is None or ex.session_id is None:
+        if ex.outlet is None or ex.session_id is None or not getattr(ex.outlet, "carries_requests", True):
+            # No stream the client could answer on while the call waits (stdio batches, WSGI mode).
             raise MCPError("This transport cannot carry server-to-client requests", code=jsonrpc.INVALID_REQUEST)
         rid = f"{_PROCESS}-{next(_ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

@@ -23,6 +23,7 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -34,6 +35,12 @@ logger = logging.getLogger("django_mcp")
 
 Listener = Callable[[dict[str, Any]], None]
 BROADCAST = "mcp.all"
+
+#: False while serving a request whose event loop ends with it (WSGI mode, ``django_mcp.views``):
+#: nothing may outlive the request there, so no hub is started (its receive loop would die with the
+#: loop), sessions are read from the database rather than a cache nobody keeps up to date, and
+#: nothing that needs a held stream is offered.
+long_lived: ContextVar[bool] = ContextVar("django_mcp_long_lived", default=True)
 
 
 def session_group(session_id: str) -> str:

@@ -87,6 +87,11 @@ class MCPServer:
         return self._instructions or mcp_settings.INSTRUCTIONS
 
     def capabilities(self) -> dict[str, Any]:
+        """What this server offers; in WSGI mode (no held streams) no list or resource notifications."""
+        from .routing import long_lived
+
+        if not long_lived.get():
+            return {"tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {}}
         return {
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": True},

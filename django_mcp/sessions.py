@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from .conf import mcp_settings
 from .lru import LRU
-from .routing import hub, session_group
+from .routing import hub, long_lived, session_group
 from .sync import run_bookkeeping
 from .unavailable import Unavailable
 
@@ -160,12 +160,22 @@ class SessionStore:
             last_seen=timezone.now(),
         )
         state = SessionState(sid, revision, client_info, capabilities, user_id, client_id=client_id)
+        await self._cache(state)
+        return state
+
+    async def _cache(self, state: SessionState) -> None:
+        """Keep ``state`` in this worker's cache, listening for other workers changing or ending it.
+
+        Not in WSGI mode (``routing.long_lived`` false): no hub hears the changes there, so every
+        request reads its session from the database.
+        """
+        if not long_lived.get():
+            return
         try:
             await hub.start()  # cached from now on: hear other workers change or end it
         except Unavailable as exc:  # the layer is down: revalidation still catches an ended session
             logger.warning("django_mcp: not listening for session changes (%s)", exc)
-        self._local[sid] = state
-        return state
+        self._local[state.id] = state
 
     async def get_owned(self, sid: str, user: Any, client_id: str = "") -> SessionState | None:
         """``get``, and None as well when the session belongs to another user or OAuth client.
@@ -181,7 +191,7 @@ class SessionStore:
     async def get(self, sid: str) -> SessionState | None:
         """The live session named ``sid``, or None when unknown, ended or expired."""
         now = time.monotonic()
-        state = self._local.get(sid)
+        state = self._local.get(sid) if long_lived.get() else None
         if state is not None:
             if now - state.checked < mcp_settings.SESSION_REVALIDATE_INTERVAL:
                 state.seen = now
@@ -222,11 +232,7 @@ class SessionStore:
             row.initialized,
             row.oauth_client,
         )
-        try:
-            await hub.start()  # cached from now on: hear other workers change or end it
-        except Unavailable as exc:  # the layer is down: revalidation still catches an ended session
-            logger.warning("django_mcp: not listening for session changes (%s)", exc)
-        self._local[sid] = state
+        await self._cache(state)
         return state
 
     async def update(self, state: SessionState, **fields: Any) -> None:
@@ -237,7 +243,8 @@ class SessionStore:
         if not updated:  # ended meanwhile (DELETE, the admin, expiry): never cache it again
             self._local.pop(state.id, None)
             return
-        self._local[state.id] = state
+        if long_lived.get():
+            self._local[state.id] = state
         # Saved: without the layer, other workers catch up when they revalidate or reload it.
         await hub.broadcast_or_log({"kind": "session_changed", "session": state.id, "fields": fields})
 

@@ -1,0 +1,311 @@
+"""WSGI mode: the MCP endpoint as a plain Django view, without Channels.
+
+``mcp_view`` serves Streamable HTTP in JSON-response mode under any Django handler:
+gunicorn (or any WSGI server) with sync workers, where Django runs this async view
+through ``async_to_sync`` on a short-lived event loop per request, and Django's own
+ASGI handler. Mount it with ``path("", include("django_mcp.urls_wsgi"))`` (at ``ENDPOINT``) or
+``path("mcp/", mcp_view)``.
+
+It shares everything but the bytes with the Channels consumer: the HTTP checks
+(``transports.checks``), the envelope, session and batch rules (``dispatch``) and the
+engine. What it does not offer is what needs a stream held open after the response
+(see ``docs/transports.md``): a GET stream (405), ``subscriptions/listen`` (-32601,
+404), server-to-client requests in the handshake era (the engine's -32600 "cannot
+carry"), resource subscriptions (-32601) and the legacy HTTP+SSE transport; the
+advertised capabilities say so (no ``listChanged``, no ``subscribe``). Progress and log
+notifications a handler emits during a call are kept and sent, in order, before the
+result on a ``text/event-stream`` response written when the call is over (the client
+accepts it on every POST); a call that emits nothing gets plain JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from . import dispatch
+from .auth.challenge import Challenge
+from .conf import mcp_settings
+from .dispatch import Caller, Rejected
+from .engine import engine
+from .protocol import jsonrpc
+from .protocol.jsonrpc import ProtocolError
+from .protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from .routing import long_lived
+from .server import MCPServer
+from .sessions import SessionState, store
+from .transports import checks
+from .transports.base import JSON_CT, SSE_CT, HTTPError, challenge_error, sse_event
+
+#: Methods WSGI mode does not offer: they need a stream held open after the response.
+HELD = frozenset({"subscriptions/listen", "resources/subscribe", "resources/unsubscribe"})
+ALLOW = b"POST, DELETE, OPTIONS"
+
+
+def _headers(request: HttpRequest) -> dict[bytes, bytes]:
+    """The request headers as the consumer sees them: lower-case names, latin-1 bytes."""
+    out: dict[bytes, bytes] = {}
+    for key, value in request.META.items():
+        if key.startswith("HTTP_"):
+            name = key[5:]
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            name = key
+        else:
+            continue
+        if isinstance(value, str) and (value or name != "CONTENT_LENGTH"):
+            out[name.lower().replace("_", "-").encode("latin-1")] = value.encode("latin-1", "replace")
+    return out
+
+
+def _scope(request: HttpRequest, headers: dict[bytes, bytes]) -> dict[str, Any]:
+    """An ASGI-shaped scope for the shared checks and OAuth (Django's own under its ASGI handler)."""
+    asgi = getattr(request, "scope", None)
+    if isinstance(asgi, dict):
+        return dict(asgi)
+    meta = request.META
+    try:
+        port = int(meta.get("SERVER_PORT") or 0)
+    except ValueError:
+        port = 0
+    scope: dict[str, Any] = {
+        "type": "http",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "root_path": meta.get("SCRIPT_NAME", ""),
+        "query_string": meta.get("QUERY_STRING", "").encode("latin-1", "replace"),
+        "headers": list(headers.items()),
+        "server": (meta.get("SERVER_NAME", ""), port),
+    }
+    if meta.get("REMOTE_ADDR"):
+        scope["client"] = (meta["REMOTE_ADDR"], 0)
+    return scope
+
+
+class _Buffer:
+    """The outlet of one call: what it emits before its result, written when the call is over."""
+
+    carries_requests = False  # the client cannot answer a server->client request mid-call
+
+    def __init__(self) -> None:
+        self.messages: list[bytes] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.messages.append(jsonrpc.dumps(message))
+
+
+class _Exchange:
+    """One HTTP request to the view: its headers, scope, and server."""
+
+    def __init__(self, request: HttpRequest, server: MCPServer) -> None:
+        self.request = request
+        self.server = server
+        self.headers = _headers(request)
+        self.scope = _scope(request, self.headers)
+
+    def header(self, name: bytes) -> str | None:
+        return checks.header(self.headers, name)
+
+    def caller(self) -> Caller:
+        auth = self.scope.get("mcp_auth")
+        return Caller(
+            self.scope.get("user"), auth, auth.client_id if auth is not None else "", self.header(b"accept-language")
+        )
+
+    def read_body(self) -> bytes:
+        limit = mcp_settings.MAX_BODY_SIZE
+        body = self.request.read(limit + 1)  # not request.body: DATA_UPLOAD_MAX_MEMORY_SIZE is not ours
+        if len(body) > limit:
+            raise checks.too_large()
+        return body
+
+    async def find_session(self, request_id: Any = None, version: str | None = None) -> SessionState:
+        return await dispatch.find_session(self.header(b"mcp-session-id"), self.caller(), request_id, version)
+
+    # -- answers -------------------------------------------------------------------------------
+    def json(
+        self, status: int, payload: Any, session: SessionState | None = None, early: _Buffer | None = None
+    ) -> HttpResponse:
+        if early is not None and early.messages:  # notifications first: the response is an SSE stream
+            body = b"".join(sse_event(data) for data in [*early.messages, jsonrpc.dumps(payload)])
+            response = HttpResponse(body, status=200, content_type=SSE_CT.decode())
+            response["Cache-Control"] = "no-cache"
+        else:
+            response = HttpResponse(jsonrpc.dumps(payload), status=status, content_type=JSON_CT.decode())
+        if session is not None:
+            response["Mcp-Session-Id"] = session.id
+        return response
+
+    # -- POST ----------------------------------------------------------------------------------
+    async def post(self) -> HttpResponse:
+        checks.check_post(self.headers)
+        payload = dispatch.parse(self.read_body())
+        version = self.header(b"mcp-protocol-version")
+        modern = version is not None and version.strip() not in HANDSHAKE_REVISIONS
+        looks_stateless = (
+            version is None
+            and self.header(b"mcp-session-id") is None
+            and isinstance(payload, dict)
+            and dispatch.has_envelope(payload.get("params"))
+        )
+        if modern or looks_stateless:
+            return await self.stateless(payload, version)
+        return await self.handshake(payload, version)
+
+    async def stateless(self, payload: Any, version: str | None) -> HttpResponse:
+        if not isinstance(payload, dict):
+            raise dispatch.reject(400, "Invalid request: the body must be a single JSON-RPC message")
+        message = dispatch.classify(payload)
+        if isinstance(message, jsonrpc.Response):
+            raise dispatch.reject(400, "Invalid request: 2026-07-28 clients send no responses")
+        if isinstance(message, jsonrpc.Notification):
+            if version is not None and version.strip() not in STATELESS_REVISIONS:
+                raise dispatch.Rejected(400, dispatch.unsupported(version))
+            return _empty(202)
+        assert isinstance(message, jsonrpc.Request)
+        target = self.server.target(message.method, message.params or {})
+        revision = dispatch.stateless_revision(message, version, lambda name: self.header(name.encode()), target)
+        early = _Buffer()
+        response = await self.run(message, None, revision, target, early)
+        if response is None:
+            return _empty(202)
+        return self.json(dispatch.status_for(response), response, early=early)
+
+    async def handshake(self, payload: Any, version: str | None) -> HttpResponse:
+        if isinstance(payload, dict) and payload.get("method") == "initialize" and "id" in payload:
+            request = dispatch.classify(payload)
+            assert isinstance(request, jsonrpc.Request)
+            session, response = await dispatch.initialize(self.server, request, self.caller())
+            return self.json(200, response, session)
+        session = await self.find_session(jsonrpc.id_of(payload), version)
+        if isinstance(payload, list):
+            responses = await dispatch.batch(payload, session, lambda r: self.run(r, session, session.revision))
+            return self.json(200, responses, session) if responses else _empty(202)
+        message = dispatch.classify(payload)
+        if isinstance(message, jsonrpc.Request):
+            if message.method == "initialize":
+                raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Session already initialized", request_id=message.id)
+            early = _Buffer()
+            answer = await self.run(message, session, session.revision, outlet=early)
+            return _empty(202) if answer is None else self.json(200, answer, session, early)
+        await dispatch.absorb(message, session, session.revision)
+        return _empty(202)
+
+    async def run(
+        self,
+        request: jsonrpc.Request,
+        session: SessionState | None,
+        revision: str | None = None,
+        target: Any = dispatch.UNSET,
+        outlet: _Buffer | None = None,
+    ) -> dict[str, Any] | None:
+        """One request through the engine; what it emits goes to ``outlet`` (None in a batch: dropped)."""
+        if request.method in HELD:
+            error = ProtocolError(
+                jsonrpc.METHOD_NOT_FOUND,
+                f"Method not found: {request.method} needs a held stream, which WSGI mode does not offer",
+            )
+            return jsonrpc.error_message(request.id, error)
+        if target is dispatch.UNSET:
+            target = self.server.target(request.method, request.params or {})
+        checks.check_scopes(self.scope, self.server, request, target)
+        caller = self.caller()
+        return await engine.handle_request(
+            self.server,
+            request,
+            revision or (session.revision if session else ALL_REVISIONS[-1]),
+            session,
+            caller.user,
+            outlet,
+            locale=caller.locale,
+            auth=caller.auth,
+            target=target,
+        )
+
+    # -- DELETE ---------------------------------------------------------------------------------
+    async def delete(self) -> HttpResponse:
+        if self.header(b"mcp-protocol-version") in STATELESS_REVISIONS:
+            raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
+        session = await self.find_session()
+        await store.end(session.id)
+        return _empty(200)
+
+
+def _empty(status: int, allow: bytes | None = None) -> HttpResponse:
+    response = HttpResponse(status=status)
+    del response["Content-Type"]
+    if allow is not None:
+        response["Allow"] = allow.decode()
+    return response
+
+
+def _error(exc: Rejected) -> HttpResponse:
+    response = HttpResponse(jsonrpc.dumps(exc.message()), status=exc.status, content_type=JSON_CT.decode())
+    for name, value in getattr(exc, "headers", None) or ():
+        response[name.decode("latin-1")] = value.decode("latin-1")
+    return response
+
+
+_site: MCPServer | None = None
+
+
+def _default_site() -> MCPServer:
+    global _site
+    if _site is None:
+        from . import site
+
+        _site = site
+    return _site
+
+
+async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
+    """The endpoint for ``server`` (default ``django_mcp.site``): what ``mcp_view`` and ``mcp_view_for`` run."""
+    token = long_lived.set(False)
+    try:
+        exchange = _Exchange(request, server or _default_site())
+        method = request.method or "GET"
+        try:
+            checks.check_origin(exchange.scope, exchange.headers)
+            if method == "OPTIONS":
+                return _empty(204, ALLOW)
+            await checks.authenticate(exchange.scope, exchange.headers)
+            if method == "POST":
+                return await exchange.post()
+            if method == "DELETE":
+                return await exchange.delete()
+            if method == "GET":
+                # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405.
+                raise checks.method_not_allowed("GET (this server offers no SSE stream)", ALLOW)
+            raise checks.method_not_allowed(method, ALLOW)
+        except Rejected as exc:
+            return _error(exc)
+        except Challenge as challenge:
+            return _error(challenge_error(challenge))
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                return _error(checks.failure(exc))
+            raise
+    finally:
+        long_lived.reset(token)
+
+
+@csrf_exempt
+async def mcp_view(request: HttpRequest) -> HttpResponse:
+    """The MCP endpoint of ``django_mcp.site`` as a Django view (WSGI mode)."""
+    return await serve(request)
+
+
+def mcp_view_for(server: MCPServer) -> Any:
+    """The view serving another ``MCPServer``: ``path("tools/mcp/", mcp_view_for(my_server))``."""
+
+    @csrf_exempt
+    async def view(request: HttpRequest) -> HttpResponse:
+        return await serve(request, server)
+
+    return view
+
+
+__all__ = ["mcp_view", "mcp_view_for", "serve"]
