@@ -108,3 +108,14 @@ bench-memory: venv
 
 clean:
 	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3
+
+# The example project in WSGI mode: gunicorn, 2 sync workers, the MCP endpoint as a Django view.
+demo-wsgi: venv
+	cd example_project && ../$(BIN)/python manage.py migrate --noinput
+	cd example_project && ../$(BIN)/python manage.py loaddata demo
+	cd example_project && ../$(BIN)/python manage.py demo_setup
+	cd example_project && ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:8000 example_project.wsgi:application
+
+# The conformance suite against the fixture in WSGI mode (gunicorn); also part of `unit`.
+conformance-wsgi: venv node
+	$(BIN)/pytest -p no:cacheprovider -m conformance tests/test_conformance_wsgi.py

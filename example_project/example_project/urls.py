@@ -13,4 +13,7 @@ urlpatterns = [
     # metadata, /oauth/authorize/, /oauth/token/, /oauth/register/ ... from django_mcp.urls.
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("", include("django_mcp.urls")),
+    # WSGI mode (`make demo-wsgi`, gunicorn): the MCP endpoint at /mcp/ as a plain Django view.
+    # Under daphne the Channels router answers /mcp/ first and this route is never reached.
+    path("", include("django_mcp.urls_wsgi")),
 ]
