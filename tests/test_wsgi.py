@@ -1,0 +1,236 @@
+"""WSGI mode through real processes: ``django_mcp.views.mcp_view`` under gunicorn sync workers
+(two of them, sharing sessions through the database) and under Django's own ASGI handler
+(uvicorn, no Channels), driven by the official SDK client and by raw HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import LiveServer, server_env
+from tests.oauth.kit import PASSWORD, SETUP
+from tests.test_sdk_client import Recorder
+from tests.wsgi_server import start_wsgi_server
+
+ACCEPT = "application/json, text/event-stream"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def _stopped(server: LiveServer) -> None:
+    server.stop()
+    log = server.log.read_text(errors="replace")
+    assert "Traceback" not in log, log
+
+
+@pytest.fixture(scope="module")
+def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    tmp = tmp_path_factory.mktemp("wsgi")
+    server = start_wsgi_server(
+        server_env(tmp, settings="tests.settings_wsgi"), tmp / "gunicorn.log", "tests.wsgi:application"
+    )
+    yield server
+    _stopped(server)
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+def post(server: LiveServer, body: Any, **headers: str) -> httpx.Response:
+    sent = {"content-type": "application/json", "accept": ACCEPT, **headers}
+    return httpx.post(server.url, content=json.dumps(body), headers=sent, timeout=30)
+
+
+def initialize(server: LiveServer, **headers: str) -> str:
+    r = post(server, INIT, **headers)
+    assert r.status_code == 200, r.text
+    sid = r.headers["mcp-session-id"]
+    assert (
+        post(
+            server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **{"mcp-session-id": sid}, **headers
+        ).status_code
+        == 202
+    )
+    return sid
+
+
+# -- the official SDK client --------------------------------------------------------------------
+async def test_sdk_handshake(gunicorn: LiveServer, rec: Recorder) -> None:
+    async with rec.client(gunicorn.url, "legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        caps = client.server_capabilities
+        assert caps is not None and caps.tools is not None and not caps.tools.list_changed
+        assert caps.resources is not None and not caps.resources.subscribe
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names[:3] == ["add", "echo", "square"]
+        for a in range(6):  # a sync tool (ORM savepoint) on both workers, one session in the database
+            result = await client.call_tool("add", {"a": a, "b": 3})
+            assert result.structured_content == {"total": a + 3, "terms": [a, 3]}
+        await client.set_logging_level("info")
+        result = await client.call_tool("count", {"steps": 3}, progress_callback=rec.on_progress)
+        assert result.content[0].text == "counted to 3"  # type: ignore[union-attr]
+        assert [p[0] for p in rec.progress] == [1, 2, 3]  # buffered, sent before the result
+        assert rec.logs == [("info", "counted 1"), ("info", "counted 2"), ("info", "counted 3")]
+        r = await client.read_resource("test://static/hello")
+        assert r.contents[0].text == "Hello, world!"  # type: ignore[union-attr]
+        # Elicitation needs the POST's stream held while the client answers: refused, not hung.
+        with pytest.raises(MCPError, match="cannot carry server-to-client requests") as refused:
+            await client.call_tool("ask_name", {})
+        assert refused.value.code == -32600
+
+
+async def test_sdk_stateless(gunicorn: LiveServer, rec: Recorder) -> None:
+    async with rec.client(gunicorn.url, "2026-07-28", log_level="info") as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("add", {"a": 20, "b": 22})
+        assert result.structured_content == {"total": 42, "terms": [20, 22]}
+        result = await client.call_tool("count", {"steps": 2}, progress_callback=rec.on_progress)
+        assert [p[0] for p in rec.progress] == [1, 2]
+        assert rec.logs == [("info", "counted 1"), ("info", "counted 2")]
+        result = await client.call_tool("ask_name", {})  # MRTR: input_required round trips, no stream
+        assert result.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
+        result = await client.call_tool("ask_model", {"question": "q"})
+        assert result.content[0].text == "model said: 42"  # type: ignore[union-attr]
+
+
+# -- sessions in the database, across the two workers ---------------------------------------------
+def test_session_shared_and_deleted(gunicorn: LiveServer) -> None:
+    sid = initialize(gunicorn)
+    for i in range(8):
+        r = post(
+            gunicorn,
+            {
+                "jsonrpc": "2.0",
+                "id": i + 2,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": i, "b": 1}},
+            },
+            **{"mcp-session-id": sid},
+        )
+        assert r.status_code == 200 and r.headers["mcp-session-id"] == sid, r.text
+        assert r.json()["result"]["structuredContent"]["total"] == i + 1
+    deleted = httpx.delete(gunicorn.url, headers={"mcp-session-id": sid})
+    assert deleted.status_code == 200
+    for i in range(4):  # ended for every worker at once: no cache to outlive it
+        r = post(gunicorn, {"jsonrpc": "2.0", "id": 20 + i, "method": "tools/list"}, **{"mcp-session-id": sid})
+        assert r.status_code == 404, r.text
+    assert httpx.delete(gunicorn.url, headers={"mcp-session-id": sid}).status_code == 404
+
+
+def test_batch(gunicorn: LiveServer) -> None:
+    sid = initialize(gunicorn, **{"mcp-protocol-version": "2025-11-25"})
+    r = post(gunicorn, INIT | {"params": {**INIT["params"], "protocolVersion": "2025-03-26"}})
+    old = r.headers["mcp-session-id"]
+    batch = [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": str(n)}}}
+        for n in (1, 2)
+    ]
+    r = post(gunicorn, batch, **{"mcp-session-id": old})
+    assert r.status_code == 200 and sorted(m["id"] for m in r.json()) == [1, 2]
+    r = post(gunicorn, batch, **{"mcp-session-id": sid})
+    assert r.status_code == 400  # batches belong to 2025-03-26 only
+
+
+# -- what every front end checks, and what WSGI mode does not offer --------------------------------
+def test_bad_input(gunicorn: LiveServer) -> None:
+    r = post(gunicorn, INIT, **{"content-type": "text/plain"})
+    assert r.status_code == 415 and r.json()["error"]["code"] == -32600
+    r = post(gunicorn, INIT, accept="application/json")
+    assert r.status_code == 406
+    big = httpx.post(
+        gunicorn.url,
+        content=b"x" * (4 * 1024 * 1024 + 1),
+        headers={"content-type": "application/json", "accept": ACCEPT},
+    )
+    assert big.status_code == 413
+    r = httpx.get(gunicorn.url, headers={"accept": "text/event-stream"})
+    assert r.status_code == 405 and "POST" in r.headers["allow"] and "GET" not in r.headers["allow"]
+    r = post(gunicorn, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, **{"mcp-session-id": "nope"})
+    assert r.status_code == 404
+    r = post(gunicorn, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert r.status_code == 400
+    r = post(gunicorn, INIT, host="evil.example")
+    assert r.status_code in (400, 403)  # Django's CommonMiddleware may refuse a foreign Host first
+    r = post(gunicorn, INIT, origin="http://evil.example")
+    assert r.status_code == 403
+    r = httpx.post(gunicorn.url, content=b"{", headers={"content-type": "application/json", "accept": ACCEPT})
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32700
+
+
+def test_no_held_streams(gunicorn: LiveServer) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"toolsListChanged": True}},
+    }
+    r = post(gunicorn, listen, **{"mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == -32601, r.text
+    discover = {"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": meta}}
+    r = post(gunicorn, discover, **{"mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"})
+    assert r.status_code == 200, r.text
+    caps = r.json()["result"]["capabilities"]
+    assert caps["tools"] == {} and caps["resources"] == {} and caps["prompts"] == {}
+    sid = initialize(gunicorn)
+    sub = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "test://static/hello"}}
+    r = post(gunicorn, sub, **{"mcp-session-id": sid})
+    assert r.status_code == 200 and r.json()["error"]["code"] == -32601
+
+
+# -- the same view under Django's own ASGI handler ------------------------------------------------
+async def test_django_asgi_handler(tmp_path: Path, rec: Recorder) -> None:
+    env = server_env(tmp_path, settings="tests.settings_wsgi")
+    server = start_wsgi_server(env, tmp_path / "uvicorn.log", "tests.asgi_django:application", asgi=True)
+    try:
+        async with rec.client(server.url, "legacy") as client:
+            result = await client.call_tool("add", {"a": 1, "b": 2})
+            assert result.structured_content == {"total": 3, "terms": [1, 2]}
+        async with rec.client(server.url, "2026-07-28") as client:
+            result = await client.call_tool("ask_name", {})
+            assert result.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
+        assert httpx.get(server.url).status_code == 405
+    finally:
+        _stopped(server)
+
+
+# -- OAuth --------------------------------------------------------------------------------------
+def test_oauth(tmp_path: Path) -> None:
+    env = server_env(tmp_path, settings="tests.oauth.settings_wsgi")
+    server = start_wsgi_server(env, tmp_path / "gunicorn.log", "tests.oauth.wsgi:application")
+    try:
+        server.manage("shell", "-c", SETUP.format(password=PASSWORD))
+        r = post(server, INIT)
+        assert r.status_code == 401
+        assert r.headers["www-authenticate"].startswith("Bearer ")
+        assert "resource_metadata=" in r.headers["www-authenticate"]
+        r = post(server, INIT, authorization="Bearer not-a-token")
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["www-authenticate"]
+        tokens = {
+            name: server.manage("mcp_token", "--user", name, "--scope", "mcp", "--resource", server.url)
+            .strip()
+            .splitlines()[-1]
+            for name in ("alice", "bob")
+        }
+        alice = {"authorization": f"Bearer {tokens['alice']}"}
+        bob = {"authorization": f"Bearer {tokens['bob']}"}
+        sid = initialize(server, **alice)
+        call = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
+        assert post(server, call, **alice, **{"mcp-session-id": sid}).status_code == 200
+        assert post(server, call, **bob, **{"mcp-session-id": sid}).status_code == 404  # not bob's session
+        assert httpx.delete(server.url, headers={**bob, "mcp-session-id": sid}).status_code == 404
+        assert httpx.delete(server.url, headers={**alice, "mcp-session-id": sid}).status_code == 200
+    finally:
+        _stopped(server)
