@@ -1,0 +1,326 @@
+"""WSGI mode against the other Django MCP packages, and against our Channels mode.
+
+Every server runs with the same number of worker processes (``--workers``, default 2) and
+exposes the same tool, ``echo(text) -> text``; the load is one ``tools/call`` per request:
+
+* ``ours-wsgi``      ``django_mcp.views.mcp_view`` under gunicorn sync workers
+                     (``benchmarks.settings_wsgi``), 2026-07-28 stateless and a 2025-11-25 session
+* ``ours-channels``  the Channels consumer (``tests.asgi:application``) under uvicorn, same cases
+* ``django-mcp-server``  (PyPI) under gunicorn sync workers: a 2025-06-18 session (its only mode
+                     besides stateless; the official SDK in JSON-response mode inside a DRF view)
+* ``django-mcpz``    (PyPI) under gunicorn sync workers: 2026-07-28 (the only revision it serves)
+
+The two PyPI packages are installed into a throwaway virtualenv (``--peers-venv``, made on
+first use with ``pip``); our servers run from this checkout's virtualenv. The client is
+Python (``http.client``, threads, one connection per request since sync workers close it),
+pinned to no core: on a small machine it competes with the servers, which lowers every
+figure alike. Prints a Markdown table; ``--duration`` seconds per case.
+
+    python benchmarks/wsgi_peers.py --duration 5 --concurrency 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+ACCEPT = "application/json, text/event-stream"
+
+PEER_FILES = {
+    "mcpserver_project/settings.py": """
+        SECRET_KEY = "bench"
+        DEBUG = False
+        ALLOWED_HOSTS = ["*"]
+        INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "django.contrib.sessions",
+                          "rest_framework", "mcp_server", "benchtools"]
+        MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
+        ROOT_URLCONF = "mcpserver_project.urls"
+        DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": __import__("os").environ["PEER_DB"]}}
+        USE_TZ = True
+        REST_FRAMEWORK = {"DEFAULT_AUTHENTICATION_CLASSES": [], "DEFAULT_PERMISSION_CLASSES": []}
+    """,
+    "mcpserver_project/__init__.py": "",
+    "mcpserver_project/urls.py": """
+        from django.urls import include, path
+        urlpatterns = [path("", include("mcp_server.urls"))]
+    """,
+    "benchtools/__init__.py": "",
+    "benchtools/mcp.py": """
+        from mcp_server import mcp_server
+
+        @mcp_server.tool()
+        def echo(text: str) -> str:
+            \"\"\"Return the input.\"\"\"
+            return text
+    """,
+    "benchtools/apps.py": """
+        from django.apps import AppConfig
+
+        class BenchtoolsConfig(AppConfig):
+            name = "benchtools"
+
+            def ready(self):
+                from . import mcp  # noqa: F401
+    """,
+    "mcpz_project/__init__.py": "",
+    "mcpz_project/settings.py": """
+        SECRET_KEY = "bench"
+        DEBUG = False
+        ALLOWED_HOSTS = ["*"]
+        INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth"]
+        MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
+        ROOT_URLCONF = "mcpz_project.urls"
+        DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": __import__("os").environ["PEER_DB"]}}
+        USE_TZ = True
+    """,
+    "mcpz_project/urls.py": """
+        import msgspec
+        from django.urls import path
+        from django_mcpz.server import MCPServer, public
+
+        server = MCPServer(name="bench", version="1.0.0", auth=public)
+
+        class EchoParams(msgspec.Struct):
+            text: str
+
+        @server.tool(description="Return the input.")
+        def echo(request, params: EchoParams) -> str:
+            return params.text
+
+        urlpatterns = [path("mcp", server)]
+    """,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited:\n{log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not start:\n{log.read_text()[-3000:]}")
+
+
+def request(port: int, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        sent = {"Content-Type": "application/json", "Accept": ACCEPT, "Connection": "close", **headers}
+        conn.request("POST", path, json.dumps(body), sent)
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def load(
+    port: int, path: str, body: dict[str, Any], headers: dict[str, str], duration: float, conc: int
+) -> dict[str, Any]:
+    """``conc`` threads posting ``body`` for ``duration`` seconds: requests/s, p50 and p99 in ms."""
+    stop = time.monotonic() + duration
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+
+    def worker() -> None:
+        mine: list[float] = []
+        bad = 0
+        while time.monotonic() < stop:
+            t0 = time.perf_counter()
+            try:
+                status, _, data = request(port, path, body, headers)
+                ok = status == 200 and b'"error"' not in data and b"echo-me" in data
+            except OSError:
+                ok = False
+            mine.append(time.perf_counter() - t0)
+            bad += not ok
+        with lock:
+            latencies.extend(mine)
+            errors[0] += bad
+
+    threads = [threading.Thread(target=worker) for _ in range(conc)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    latencies.sort()
+    n = len(latencies)
+    return {
+        "rps": n / elapsed,
+        "p50": latencies[n // 2] * 1000 if n else 0.0,
+        "p99": latencies[min(n - 1, int(n * 0.99))] * 1000 if n else 0.0,
+        "errors": errors[0],
+        "requests": n,
+    }
+
+
+def call(text: str = "echo-me", stateless: bool = False) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": text}}
+    if stateless:
+        params["_meta"] = META
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def handshake(port: int, path: str, version: str) -> dict[str, str]:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+    }
+    status, headers, data = request(port, path, init, {})
+    assert status == 200, (status, data[:500])
+    sid = headers["mcp-session-id"]
+    negotiated = json.loads(data)["result"]["protocolVersion"]
+    out = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": negotiated}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    request(port, path, note, out)
+    return out
+
+
+STATELESS_HEADERS = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+
+
+def peers_venv(path: Path) -> Path:
+    if not (path / "bin" / "gunicorn").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+        subprocess.run(
+            [
+                str(path / "bin" / "pip"),
+                "install",
+                "-q",
+                "django>=5.2,<6",
+                "gunicorn",
+                "django-mcp-server",
+                "django-mcpz",
+            ],
+            check=True,
+        )
+    return path
+
+
+def serve(command: list[str], env: dict[str, str], cwd: Path, log: Path, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    wait_port(port, proc, log)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--peers-venv", type=Path, default=Path(tempfile.gettempdir()) / "django-mcp-peers-venv")
+    parser.add_argument("--only", default="ours-wsgi,ours-channels,django-mcp-server,django-mcpz")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    tmp = Path(tempfile.mkdtemp(prefix="wsgi-peers-"))
+    for name, text in PEER_FILES.items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / name).write_text(textwrap.dedent(text).lstrip())
+    workers = str(args.workers)
+    rows: list[tuple[str, str, dict[str, Any]]] = []
+
+    def run(label: str, case: str, port: int, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+        load(port, path, body, headers, min(1.0, args.duration), args.concurrency)  # warm-up
+        result = load(port, path, body, headers, args.duration, args.concurrency)
+        rows.append((label, case, result))
+        print(f"{label:18} {case:28} {result['rps']:8.0f} req/s  p50 {result['p50']:6.1f} ms  "
+              f"p99 {result['p99']:6.1f} ms  errors {result['errors']}", flush=True)  # fmt: skip
+
+    ours_env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "MCP_SQLITE": str(tmp / "ours.sqlite3"),
+        "MCP_TEST_LAYER": "memory",
+    }
+    ours_env.pop("MCP_TEST_DB", None)
+    for label, command, settings in (
+        ("ours-wsgi", [str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:application"],
+         "benchmarks.settings_wsgi"),
+        ("ours-channels", [str(BIN / "python"), "-m", "uvicorn", "--workers", workers, "--no-access-log",
+                           "--log-level", "warning", "tests.asgi:application"], "benchmarks.settings"),
+    ):  # fmt: skip
+        if label not in only:
+            continue
+        env = {**ours_env, "DJANGO_SETTINGS_MODULE": settings}
+        subprocess.run([str(BIN / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+        port = free_port()
+        bind = ["-b", f"127.0.0.1:{port}"] if "gunicorn" in command[0] else ["--host", "127.0.0.1", "--port", str(port)]
+        proc = serve([*command, *bind], env, ROOT, tmp / f"{label}.log", port)
+        try:
+            run(label, "2026-07-28 tools/call", port, "/mcp/", call(stateless=True), STATELESS_HEADERS)
+            run(label, "2025-11-25 session tools/call", port, "/mcp/", call(), handshake(port, "/mcp/", "2025-11-25"))
+        finally:
+            stop(proc)
+
+    if only & {"django-mcp-server", "django-mcpz"}:
+        venv = peers_venv(args.peers_venv)
+        for label, project, path in (
+            ("django-mcp-server", "mcpserver_project", "/mcp"),
+            ("django-mcpz", "mcpz_project", "/mcp"),
+        ):
+            if label not in only:
+                continue
+            env = {**os.environ, "PYTHONPATH": str(tmp), "DJANGO_SETTINGS_MODULE": f"{project}.settings",
+                   "PEER_DB": str(tmp / f"{label}.sqlite3")}  # fmt: skip
+            subprocess.run(
+                [str(venv / "bin" / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=tmp, check=True
+            )
+            port = free_port()
+            command = [str(venv / "bin" / "gunicorn"), "-w", workers, "-k", "sync", "-b", f"127.0.0.1:{port}",
+                       f"{project}.wsgi_app:application"]  # fmt: skip
+            (tmp / project / "wsgi_app.py").write_text(
+                "from django.core.wsgi import get_wsgi_application\napplication = get_wsgi_application()\n"
+            )
+            proc = serve(command, env, tmp, tmp / f"{label}.log", port)
+            try:
+                if label == "django-mcpz":
+                    run(label, "2026-07-28 tools/call", port, path, call(stateless=True), STATELESS_HEADERS)
+                else:
+                    run(label, "2025-06-18 session tools/call", port, path, call(), handshake(port, path, "2025-06-18"))
+            finally:
+                stop(proc)
+
+    print(f"\n{args.workers} workers each, {args.concurrency} client threads, {args.duration:g} s per case\n")
+    print("| server | case | req/s | p50 ms | p99 ms | errors |")
+    print("|---|---|--:|--:|--:|--:|")
+    for label, case, r in rows:
+        print(f"| {label} | {case} | {r['rps']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} |")
+
+
+if __name__ == "__main__":
+    main()
