@@ -216,6 +216,7 @@ def peers_venv(path: Path) -> Path:
                 "-q",
                 "django>=5.2,<6",
                 "gunicorn",
+                "mcp<2",  # django-mcp-server 0.5 imports mcp.server.FastMCP, gone in the SDK 2.x
                 "django-mcp-server",
                 "django-mcpz",
             ],

@@ -190,8 +190,10 @@ class SessionStore:
 
     async def get(self, sid: str) -> SessionState | None:
         """The live session named ``sid``, or None when unknown, ended or expired."""
+        if not long_lived.get():
+            return await self._read(sid)
         now = time.monotonic()
-        state = self._local.get(sid) if long_lived.get() else None
+        state = self._local.get(sid)
         if state is not None:
             if now - state.checked < mcp_settings.SESSION_REVALIDATE_INTERVAL:
                 state.seen = now
@@ -221,7 +223,35 @@ class SessionStore:
         row = await run_bookkeeping(MCPSession.objects.filter(id=sid, ended__isnull=True).first)
         if row is None:
             return None
-        state = SessionState(
+        state = self._state(row)
+        await self._cache(state)
+        return state
+
+    async def _read(self, sid: str) -> SessionState | None:
+        """WSGI mode: the session from the database on every request, one SELECT.
+
+        ``last_seen`` is written only once it is ``SESSION_REVALIDATE_INTERVAL`` old, as a
+        worker with a cache writes it, so concurrent requests of one session do not queue
+        on a row lock (or on SQLite's one writer).
+        """
+        from .models import MCPSession
+
+        if len(sid) > 64:
+            return None
+        now = timezone.now()
+        idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
+        row = await run_bookkeeping(MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).first)
+        if row is None:
+            return None
+        if now - row.last_seen >= timedelta(seconds=mcp_settings.SESSION_REVALIDATE_INTERVAL) and not await self._touch(
+            sid
+        ):
+            return None
+        return self._state(row)
+
+    @staticmethod
+    def _state(row: Any) -> SessionState:
+        return SessionState(
             row.id,
             row.protocol_version,
             row.client_info or {},
@@ -232,8 +262,6 @@ class SessionStore:
             row.initialized,
             row.oauth_client,
         )
-        await self._cache(state)
-        return state
 
     async def update(self, state: SessionState, **fields: Any) -> None:
         """Persist a change of session state (rare: initialized, log level, subscriptions)."""
