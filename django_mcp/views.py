@@ -1,10 +1,10 @@
 """WSGI mode: the MCP endpoint as a plain Django view, without Channels.
 
-``mcp_view`` serves Streamable HTTP in JSON-response mode under any Django handler:
-gunicorn (or any WSGI server) with sync workers, where Django runs this async view
-through ``async_to_sync`` on a short-lived event loop per request, and Django's own
-ASGI handler. Mount it with ``path("", include("django_mcp.urls_wsgi"))`` (at ``ENDPOINT``) or
-``path("mcp/", mcp_view)``.
+Streamable HTTP in JSON-response mode under a WSGI server (gunicorn sync workers):
+``mcp_wsgi_view``, a sync view running the request on an event loop its thread keeps,
+mounted at ``ENDPOINT`` by ``path("", include("django_mcp.urls_wsgi"))``; and under
+Django's own ASGI handler without Channels: ``mcp_view``, the same as an async view
+(``re_path(r"^mcp/?$", mcp_view)``; it also works under WSGI, through ``async_to_sync``).
 
 It shares everything but the bytes with the Channels consumer: the HTTP checks
 (``transports.checks``), the envelope, session and batch rules (``dispatch``) and the
@@ -20,7 +20,9 @@ accepts it on every POST); a call that emits nothing gets plain JSON.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import threading
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -292,14 +294,46 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
         long_lived.reset(token)
 
 
+_loops = threading.local()
+
+
+def run(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
+    """``serve`` from sync code, on an event loop this thread keeps (a WSGI worker's thread).
+
+    Django would run an async view through ``async_to_sync``, which starts a thread and an
+    event loop per request (about half of a small call's cost); this loop lives as long as
+    the thread and runs only while a request does (nothing is left on it in between).
+    """
+    loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _loops.loop = asyncio.new_event_loop()
+    return loop.run_until_complete(serve(request, server))
+
+
+@csrf_exempt
+def mcp_wsgi_view(request: HttpRequest) -> HttpResponse:
+    """The MCP endpoint of ``django_mcp.site`` for WSGI servers (sync view, one event loop per thread)."""
+    return run(request)
+
+
 @csrf_exempt
 async def mcp_view(request: HttpRequest) -> HttpResponse:
-    """The MCP endpoint of ``django_mcp.site`` as a Django view (WSGI mode)."""
+    """The MCP endpoint of ``django_mcp.site`` as an async view: Django's ASGI handler, or any handler."""
     return await serve(request)
 
 
-def mcp_view_for(server: MCPServer) -> Any:
-    """The view serving another ``MCPServer``: ``path("tools/mcp/", mcp_view_for(my_server))``."""
+def mcp_view_for(server: MCPServer, *, wsgi: bool = False) -> Any:
+    """The view serving another ``MCPServer``: ``re_path(r"^tools/mcp/?$", mcp_view_for(my_server))``.
+
+    ``wsgi=True`` gives the sync view, for WSGI servers (see ``mcp_wsgi_view``).
+    """
+    if wsgi:
+
+        @csrf_exempt
+        def sync_view(request: HttpRequest) -> HttpResponse:
+            return run(request, server)
+
+        return sync_view
 
     @csrf_exempt
     async def view(request: HttpRequest) -> HttpResponse:
@@ -308,4 +342,4 @@ def mcp_view_for(server: MCPServer) -> Any:
     return view
 
 
-__all__ = ["mcp_view", "mcp_view_for", "serve"]
+__all__ = ["mcp_view", "mcp_view_for", "mcp_wsgi_view", "run", "serve"]

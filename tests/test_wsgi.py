@@ -192,7 +192,7 @@ def test_no_held_streams(gunicorn: LiveServer) -> None:
 
 # -- the same view under Django's own ASGI handler ------------------------------------------------
 async def test_django_asgi_handler(tmp_path: Path, rec: Recorder) -> None:
-    env = server_env(tmp_path, settings="tests.settings_wsgi")
+    env = server_env(tmp_path, settings="tests.settings_django_asgi")
     server = start_wsgi_server(env, tmp_path / "uvicorn.log", "tests.asgi_django:application", asgi=True)
     try:
         async with rec.client(server.url, "legacy") as client:

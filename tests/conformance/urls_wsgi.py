@@ -9,5 +9,5 @@ from .fixtures import server
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    re_path(r"^mcp/?$", mcp_view_for(server)),
+    re_path(r"^mcp/?$", mcp_view_for(server, wsgi=True)),
 ]
