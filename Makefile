@@ -119,3 +119,7 @@ demo-wsgi: venv
 # The conformance suite against the fixture in WSGI mode (gunicorn); also part of `unit`.
 conformance-wsgi: venv node
 	$(BIN)/pytest -p no:cacheprovider -m conformance tests/test_conformance_wsgi.py
+
+# WSGI mode under gunicorn against django-mcp-server and django-mcpz (PyPI, a throwaway venv) and our Channels mode.
+bench-wsgi: venv
+	$(BIN)/python benchmarks/wsgi_peers.py
