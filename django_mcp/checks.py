@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS
+from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting
 
 
 @register(Tags.compatibility)
@@ -15,16 +17,23 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     errors: list[Any] = []
     user = getattr(settings, "DJANGO_MCP", None)
     if user is not None and not isinstance(user, dict):
-        return [Error("DJANGO_MCP must be a dict.", id="django_mcp.E001")]
-    user = user or {}
-    for key in sorted(set(user) - set(DEFAULTS)):
-        errors.append(
+        return [
             Error(
-                f"Unknown DJANGO_MCP setting {key!r}.",
-                hint="See the settings table in docs/settings.md for the accepted keys.",
-                id="django_mcp.E002",
+                f"DJANGO_MCP must be a dict, not {type(user).__name__}.",
+                hint='Make it a dict such as DJANGO_MCP = {"SERVER_NAME": "..."}, or leave it out for the defaults.',
+                id="django_mcp.E001",
             )
-        )
+        ]
+    user = user or {}
+    for key in sorted((k for k in user if k not in DEFAULTS), key=str):
+        errors.append(Error(f"Unknown DJANGO_MCP setting {key!r}.", hint=_unknown_hint(key), id="django_mcp.E002"))
+    invalid = set()
+    for key, spec in SETTINGS.items():
+        if key in user:
+            error = _setting_error(key, spec, user[key])
+            if error is not None:
+                errors.append(error)
+                invalid.add(key)
     if "channels" not in settings.INSTALLED_APPS:
         errors.append(
             Error(
@@ -43,42 +52,80 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.W002",
             )
         )
-    else:
+    elif "ENDPOINT" not in invalid:
         errors.extend(_check_routing(asgi))
-    auth = user.get("AUTH", DEFAULTS["AUTH"])
-    if auth not in ("none", "oauth"):
-        errors.append(Error(f"DJANGO_MCP['AUTH'] must be 'none' or 'oauth', not {auth!r}.", id="django_mcp.E006"))
-    for key in ("MAX_BODY_SIZE", "MAX_BATCH_SIZE"):
-        size = user.get(key, DEFAULTS[key])
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            errors.append(Error(f"DJANGO_MCP[{key!r}] must be a positive integer.", id="django_mcp.E007"))
-    layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
-    alias = user.get("CHANNEL_LAYER", DEFAULTS["CHANNEL_LAYER"])
-    if alias not in layers:
-        errors.append(
-            Warning(
-                f"No channel layer {alias!r} in CHANNEL_LAYERS: notifications and server requests stay in one process.",
-                hint="Configure channels_redis.core.RedisChannelLayer when running several workers.",
-                id="django_mcp.W001",
+    if "CHANNEL_LAYER" not in invalid:
+        layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
+        alias = user.get("CHANNEL_LAYER", DEFAULTS["CHANNEL_LAYER"])
+        if alias not in layers:
+            errors.append(
+                Warning(
+                    f"No channel layer {alias!r} in CHANNEL_LAYERS: notifications and server requests stay in one "
+                    "process.",
+                    hint="Configure channels_redis.core.RedisChannelLayer when running several workers.",
+                    id="django_mcp.W001",
+                )
             )
-        )
-    cache_alias = user.get("EVENT_STORE_CACHE", DEFAULTS["EVENT_STORE_CACHE"])
-    if cache_alias not in settings.CACHES:
-        errors.append(
-            Error(f"DJANGO_MCP['EVENT_STORE_CACHE'] names an unknown cache {cache_alias!r}.", id="django_mcp.E008")
-        )
+    for key in ("EVENT_STORE_CACHE", "REGISTRATION_RATE_CACHE"):
+        cache_alias = user.get(key, DEFAULTS[key])
+        if key not in invalid and cache_alias not in settings.CACHES:
+            errors.append(
+                Error(
+                    f"DJANGO_MCP[{key!r}] names an unknown cache {cache_alias!r}.",
+                    hint=f"{key} must be {SETTINGS[key].expected}; the default is {DEFAULTS[key]!r}. "
+                    f"CACHES has {', '.join(map(repr, settings.CACHES)) or 'no alias'}.",
+                    id=SETTINGS[key].id,
+                )
+            )
     return errors
 
 
-def _check_routing(path: str) -> list[Any]:
-    from django.utils.module_loading import import_string
+def _unknown_hint(key: Any) -> str:
+    close = difflib.get_close_matches(str(key).upper(), DEFAULTS, n=1, cutoff=0.6)
+    if close:
+        return f"Did you mean {close[0]!r}? The accepted keys are listed in docs/settings.md."
+    return "See the settings table in docs/settings.md for the accepted keys."
 
+
+def _setting_error(key: str, spec: Setting, value: Any) -> Error | None:
+    """The error for one ``DJANGO_MCP`` value that is of the wrong type or out of range (``None`` if fine)."""
+    problem = spec.problem(value)
+    if problem is None and key in IMPORT_STRINGS and isinstance(value, str):
+        problem = _import_problem(value)
+    if problem is None:
+        return None
+    return Error(
+        f"DJANGO_MCP[{key!r}] {problem}.",
+        hint=f"{key} must be {spec.expected}; the default is {DEFAULTS[key]!r}. See docs/settings.md.",
+        id=spec.id,
+    )
+
+
+def _import_problem(path: str) -> str | None:
+    try:
+        target = import_string(path)
+    except ImportError as exc:
+        return f"is {path!r}, which cannot be imported ({exc})"
+    except Exception as exc:  # noqa: BLE001 - an error raised while importing the module is the finding
+        return f"is {path!r}, whose module fails to import ({type(exc).__name__}: {exc})"
+    if not callable(target):
+        return f"is {path!r}, which is not callable"
+    return None
+
+
+def _check_routing(path: str) -> list[Any]:
     from .conf import mcp_settings
 
     try:
         app = import_string(path)
     except Exception as exc:  # noqa: BLE001 - any import failure is the finding
-        return [Error(f"ASGI_APPLICATION {path!r} cannot be imported: {exc}", id="django_mcp.E005")]
+        return [
+            Error(
+                f"ASGI_APPLICATION {path!r} cannot be imported: {exc}",
+                hint="Fix the dotted path, or the import error in that module.",
+                id="django_mcp.E005",
+            )
+        ]
     if _routes_endpoint(app, mcp_settings.ENDPOINT.strip("/") + "/"):
         return []
     return [

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.test import override_settings
 
 from django_mcp.checks import check_settings
+from django_mcp.conf import DEFAULTS, SETTINGS, DjangoMCPSettings, MCPSettings
 
 
 def ids(**overrides: Any) -> set[str]:
     with override_settings(**overrides):
         return {e.id for e in check_settings()}
+
+
+def messages(**overrides: Any) -> list[Any]:
+    with override_settings(**overrides):
+        return list(check_settings())
 
 
 def test_clean_settings_pass() -> None:
@@ -24,6 +31,16 @@ def test_e001_not_a_dict() -> None:
 
 def test_e002_unknown_key() -> None:
     assert "django_mcp.E002" in ids(DJANGO_MCP={"SERVER_NAM": "typo"})
+
+
+def test_e002_hint_suggests_the_closest_key() -> None:
+    (error,) = messages(DJANGO_MCP={"SERVERNAME": "typo"})
+    assert error.id == "django_mcp.E002" and "'SERVERNAME'" in error.msg
+    assert "Did you mean 'SERVER_NAME'?" in error.hint
+    (error,) = messages(DJANGO_MCP={"page_size": 10})
+    assert "Did you mean 'PAGE_SIZE'?" in error.hint
+    (error,) = messages(DJANGO_MCP={"ZZZ": 1})
+    assert "Did you mean" not in error.hint and "docs/settings.md" in error.hint
 
 
 def test_e003_channels_missing() -> None:
@@ -59,3 +76,134 @@ def test_e008_unknown_event_cache() -> None:
 
 def test_w001_no_channel_layer() -> None:
     assert "django_mcp.W001" in ids(CHANNEL_LAYERS={})
+
+
+# -- Typed settings: every key has a check id; a wrong type or value is an error with a hint ---------
+
+#: Per key, values its check refuses: a wrong type first, then (where the type has one) a wrong value.
+BAD: dict[str, list[Any]] = {
+    "SERVER_NAME": [5, ""],
+    "SERVER_TITLE": [5],
+    "SERVER_VERSION": [1.0],
+    "INSTRUCTIONS": [["use the tools"]],
+    "ENDPOINT": [None, "mcp/", "/", "/mcp/?x=1", "https://example.com/mcp/"],
+    "AUTH": [True, "maybe", "OAuth"],
+    "ALLOWED_ORIGINS": ["https://app.example.com", ["https://app.example.com/"], ["app.example.com"], [5]],
+    "MAX_BODY_SIZE": ["4096", True, 0, -1],
+    "SESSION_IDLE_TIMEOUT": ["60", 0, -5],
+    "SESSION_REVALIDATE_INTERVAL": [None, -1],
+    "PAGE_SIZE": [10.0, 0],
+    "CLIENT_REQUEST_TIMEOUT": [None, 0],
+    "SSE_KEEPALIVE": ["15", 0],
+    "SSE_RETRY_MS": [1.5, -1],
+    "EVENT_STORE_CACHE": [None, "", "nope"],
+    "EVENT_STORE_MAX_EVENTS": ["500", 0],
+    "EVENT_STORE_TTL": [None, 0],
+    "CHANNEL_LAYER": [["default"], ""],
+    "CACHE_TTL_MS": [1.5, -1],
+    "CACHE_SCOPE": [None, "shared"],
+    "REQUEST_STATE_MAX_AGE": [900.0, 0],
+    "EXCEPTION_HANDLER": [5, "tests.no_such_module.handler", "django_mcp.conf.nothing", "django_mcp.conf.DEFAULTS"],
+    "VALIDATE_RESULTS": ["yes", 1],
+    "ATOMIC_TOOL_CALLS": [None, 0],
+    "RESOURCE_MAX_BLOB_SIZE": ["1MB", -1],
+    "SCOPES": [["mcp"], {"two words": "bad"}, {"": "empty"}, {"mcp": 5}],
+    "ALLOW_ANONYMOUS_REGISTRATION": ["False"],
+    "REQUIRE_AUDIENCE": [None],
+    "MAX_BATCH_SIZE": ["100", 0],
+    "SHUTDOWN_GRACE": ["20", -1],
+    "SESSION_CACHE_SIZE": [1e4, 0],
+    "SESSION_CACHE_MAX_AGE": [None, 0],
+    "SESSION_RETENTION": ["1d", -1],
+    "HEALTH_TIMEOUT": [None, 0],
+    "SYNC_WORKERS": [12.0, 0],
+    "SYNC_QUEUE_TIMEOUT": [None, -1],
+    "SYNC_BOOKKEEPING_WORKERS": ["4", 0],
+    "UNAVAILABLE_RETRY_AFTER": [2.5, -1],
+    "ACCEPTED_AUDIENCES": ["https://mcp.example.com/mcp/", ["mcp.example.com"], ["https://x.example/#frag"]],
+    "REGISTRATION_MAX_BODY_SIZE": ["16k", 0],
+    "REGISTRATION_MAX_REDIRECT_URIS": [None, 0],
+    "REGISTRATION_MAX_URI_LENGTH": [2048.0, 0],
+    "REGISTRATION_MAX_EXTRA_METADATA": ["4096", -1],
+    "REGISTRATION_RATE_LIMIT": ["20/3600", [20], [20, 0], [20, "3600"], [True, 60]],
+    "REGISTRATION_RATE_CACHE": [5, "", "nope"],
+    "EVENT_STORE_SESSION_MAX_EVENTS": [None, 0],
+    "EVENT_STORE_BROADCAST_MAX_EVENTS": ["1000", 0],
+    "WRITER_LEASE_TTL": [None, 0],
+    "MAX_STREAMS": [1000.0, 0],
+    "LAYER_REFRESH_INTERVAL": ["60", 0],
+}
+
+#: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).
+GOOD: dict[str, list[Any]] = {
+    "SERVER_TITLE": ["Library"],
+    "ENDPOINT": ["/api/mcp/", "/mcp"],
+    "ALLOWED_ORIGINS": [["https://app.example.com", "http://127.0.0.1:8000", "*"], ("https://a.example",)],
+    "SESSION_IDLE_TIMEOUT": [1.5],
+    "SESSION_REVALIDATE_INTERVAL": [0, 0.2],
+    "SSE_KEEPALIVE": [0.5],
+    "CACHE_SCOPE": ["public"],
+    "EXCEPTION_HANDLER": [lambda exc, *, tool: None, "django_mcp.exceptions.exception_handler"],
+    "SCOPES": [{"mcp": "Connect", "books:read": "Read books"}],
+    "SHUTDOWN_GRACE": [0],
+    "ACCEPTED_AUDIENCES": [["https://mcp.example.com/mcp/"], ("https://other.example/mcp",)],
+    "REGISTRATION_RATE_LIMIT": [None, (5, 60), [10000, 3600]],
+}
+
+CASES = [(key, value) for key, values in BAD.items() for value in values]
+
+
+def test_every_setting_is_typed_and_checked() -> None:
+    """DEFAULTS, the check table, the TypedDict and mcp_settings' annotations name the same keys."""
+    assert list(SETTINGS) == list(DEFAULTS)
+    assert set(DjangoMCPSettings.__annotations__) == set(DEFAULTS)
+    assert set(MCPSettings.__annotations__) == set(DEFAULTS)
+    assert set(BAD) == set(DEFAULTS), "every key needs a refused value in BAD"
+
+
+def test_new_ids_are_unique_per_key() -> None:
+    """One id per key, except E007 (MAX_BODY_SIZE and MAX_BATCH_SIZE, as before)."""
+    owners: dict[str, list[str]] = {}
+    for key, spec in SETTINGS.items():
+        owners.setdefault(spec.id, []).append(key)
+    shared = {i: keys for i, keys in owners.items() if len(keys) > 1}
+    assert shared == {"django_mcp.E007": ["MAX_BODY_SIZE", "MAX_BATCH_SIZE"]}
+
+
+def test_defaults_pass() -> None:
+    assert ids(DJANGO_MCP=dict(DEFAULTS)) == set()
+
+
+@pytest.mark.parametrize(("key", "value"), [(k, v) for k, values in GOOD.items() for v in values])
+def test_accepted_values(key: str, value: Any) -> None:
+    assert SETTINGS[key].id not in ids(DJANGO_MCP={key: value})
+
+
+@pytest.mark.parametrize(("key", "value"), CASES, ids=[f"{k}={v!r}" for k, v in CASES])
+def test_wrong_type_or_value_is_an_error_with_a_hint(key: str, value: Any) -> None:
+    """One test per setting id (E006-E008, E033, E101-E145): the id, the key, the expected type, the default."""
+    found = [e for e in messages(DJANGO_MCP={key: value}) if e.id == SETTINGS[key].id]
+    assert len(found) == 1, found
+    (error,) = found
+    assert error.level == 40  # ERROR
+    assert f"DJANGO_MCP[{key!r}]" in error.msg
+    assert SETTINGS[key].expected in error.hint and f"the default is {DEFAULTS[key]!r}" in error.hint
+
+
+def test_e119_import_error_is_in_the_message() -> None:
+    (error,) = messages(DJANGO_MCP={"EXCEPTION_HANDLER": "tests.no_such_module.handler"})
+    assert error.id == "django_mcp.E119" and "cannot be imported" in error.msg and "no_such_module" in error.msg
+    (error,) = messages(DJANGO_MCP={"EXCEPTION_HANDLER": "django_mcp.conf.DEFAULTS"})
+    assert "not callable" in error.msg
+
+
+def test_wrong_alias_type_skips_the_alias_checks() -> None:
+    """An unhashable alias is one error (its type), not a crash in the W001 / E008 lookups."""
+    assert ids(DJANGO_MCP={"CHANNEL_LAYER": ["default"]}) == {"django_mcp.E115"}
+    assert ids(DJANGO_MCP={"EVENT_STORE_CACHE": ["default"]}) == {"django_mcp.E008"}
+    assert ids(DJANGO_MCP={"ENDPOINT": 5}) == {"django_mcp.E105"}
+
+
+def test_e140_unknown_registration_cache() -> None:
+    (error,) = messages(DJANGO_MCP={"REGISTRATION_RATE_CACHE": "nope"})
+    assert error.id == "django_mcp.E140" and "'nope'" in error.msg and "CACHES has 'default'" in error.hint

@@ -9,6 +9,7 @@ from django.test import override_settings
 
 from django_mcp.auth import REQUIRED, oauth2_provider_settings
 from django_mcp.auth.checks import check_oauth
+from django_mcp.checks import check_settings
 from tests.oauth import settings as oauth_settings
 
 OAUTH = {"AUTH": "oauth"}
@@ -53,8 +54,11 @@ def test_e032_private_use_redirect_schemes() -> None:
 
 
 def test_e033_malformed_scopes_setting() -> None:
-    assert ids(DJANGO_MCP={**OAUTH, "SCOPES": {"two words": "bad"}}) == ["django_mcp.E033"]
-    assert ids(DJANGO_MCP={**OAUTH, "SCOPES": ["mcp"]}) == ["django_mcp.E033"]
+    """Checked with every other setting (django_mcp.checks.check_settings), once, not by check_oauth."""
+    for scopes in ({"two words": "bad"}, ["mcp"]):
+        assert ids(DJANGO_MCP={**OAUTH, "SCOPES": scopes}) == []
+        with override_settings(DJANGO_MCP={**OAUTH, "SCOPES": scopes}):
+            assert [e.id for e in check_settings()] == ["django_mcp.E033"]
 
 
 def test_e034_urls_not_included() -> None:

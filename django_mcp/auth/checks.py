@@ -71,15 +71,7 @@ def check_oauth(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.W031",
             )
         )
-    if not isinstance(mcp_settings.SCOPES, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and k and " " not in k for k, v in mcp_settings.SCOPES.items()
-    ):
-        errors.append(
-            Error(
-                "DJANGO_MCP['SCOPES'] must map scope names (no spaces) to descriptions.",
-                id="django_mcp.E033",
-            )
-        )
+    # DJANGO_MCP["SCOPES"] (E033) is checked with every other setting, by django_mcp.checks.check_settings.
     errors.extend(_check_urls())
     return errors
 
