@@ -181,3 +181,141 @@ def check_development_mode(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             id="django_mcp.E009",
         )
     ]
+
+
+@register(Tags.compatibility)
+def check_runserver(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W003``: in development (DEBUG on) ``manage.py runserver`` must be daphne's, or ``/mcp/`` 404s.
+
+    Django's own ``runserver`` (and ``django.contrib.staticfiles``' override of it) serves WSGI,
+    which never reaches ``ASGI_APPLICATION``: the MCP endpoint answers 404. daphne's ``runserver``
+    serves ``ASGI_APPLICATION``; it wins only when ``daphne`` comes before ``django.contrib.staticfiles``
+    in ``INSTALLED_APPS``. Only checked with DEBUG on and ``ASGI_APPLICATION`` set: a deployment
+    runs an ASGI server (daphne, uvicorn) and never ``runserver``.
+    """
+    if not settings.DEBUG or not getattr(settings, "ASGI_APPLICATION", None):
+        return []
+    from django.core.management import get_commands
+
+    app = get_commands().get("runserver")
+    if app is None or _is_daphne_runserver(str(app)):
+        return []
+    source = "Django's" if app == "django.core" else f"{app}'s"
+    return [
+        Warning(
+            f"manage.py runserver is {source} WSGI server, which does not serve ASGI_APPLICATION: "
+            f"{_endpoint_label()} answers 404 under runserver.",
+            hint=(
+                'Put "daphne" first in INSTALLED_APPS (before "django.contrib.staticfiles") so runserver serves '
+                "ASGI, or serve the project with an ASGI server (daphne, uvicorn) and silence django_mcp.W003."
+            ),
+            id="django_mcp.W003",
+        )
+    ]
+
+
+def _is_daphne_runserver(app: str) -> bool:
+    if app == "daphne":
+        return True
+    try:
+        from daphne.management.commands.runserver import Command as DaphneRunserver
+        from django.core.management import load_command_class
+
+        return isinstance(load_command_class(app, "runserver"), DaphneRunserver)
+    except Exception:  # noqa: BLE001 - daphne absent, or the other app's command fails to load: not daphne's
+        return False
+
+
+def _endpoint_label() -> str:
+    from .conf import SETTINGS, mcp_settings
+
+    endpoint = mcp_settings.ENDPOINT
+    return repr(endpoint) if SETTINGS["ENDPOINT"].problem(endpoint) is None else "the MCP endpoint"
+
+
+@register(Tags.compatibility)
+def check_tools(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W004``: one warning per tool with no ``title`` or no ``readOnlyHint``/``destructiveHint``.
+
+    Checks ``django_mcp.site`` and every other ``MCPServer`` mounted by ``ASGI_APPLICATION``
+    (``mcp_urlpatterns(server=...)``). For a server served only over stdio, register
+    ``tool_warnings(server)`` as a check of your own.
+    """
+    from . import site
+
+    warnings: list[Any] = []
+    for server in _servers(site):
+        warnings.extend(tool_warnings(server))
+    return warnings
+
+
+def tool_warnings(server: Any) -> list[Any]:
+    """``W004`` for each tool of ``server`` that a host directory would reject for missing metadata."""
+    warnings: list[Any] = []
+    for name, tool in server.tools.items():
+        annotations = tool.annotations or {}
+        missing = []
+        if not (tool.title or annotations.get("title")):
+            missing.append("no title")
+        if "readOnlyHint" not in annotations and "destructiveHint" not in annotations:
+            missing.append("no readOnlyHint or destructiveHint annotation")
+        if not missing:
+            continue
+        warnings.append(
+            Warning(
+                f"Tool {name!r} has {' and '.join(missing)}: host directories reject such tools, and clients "
+                "cannot tell whether it changes anything.",
+                hint=(
+                    f'Declare them: @site.tool(title="{tool.title or _title(name)}", annotations={{"readOnlyHint": '
+                    'True}) for a tool that only reads, or annotations={"readOnlyHint": False, "destructiveHint": '
+                    "True} for one that deletes or overwrites (register_view and register_drf take the same title= "
+                    "and annotations=)."
+                ),
+                obj=f"MCP server {server.name!r}",
+                id="django_mcp.W004",
+            )
+        )
+    return warnings
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").replace("-", " ").strip().capitalize() or name
+
+
+def _servers(site: Any) -> list[Any]:
+    """``site``, then the other servers ``ASGI_APPLICATION`` routes to (each once)."""
+    servers = [site]
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if not path:
+        return servers
+    try:
+        app = import_string(path)
+    except Exception:  # noqa: BLE001 - reported by E005
+        return servers
+    for server in _mounted_servers(app):
+        if all(server is not s for s in servers):
+            servers.append(server)
+    return servers
+
+
+def _mounted_servers(app: Any, depth: int = 0) -> list[Any]:
+    from channels.routing import ProtocolTypeRouter, URLRouter
+
+    from .server import MCPServer
+
+    if depth > 8:
+        return []
+    if isinstance(app, ProtocolTypeRouter):
+        return [s for a in app.application_mapping.values() for s in _mounted_servers(a, depth + 1)]
+    if isinstance(app, URLRouter):
+        found = []
+        for route in app.routes:
+            callback = getattr(route, "callback", None)
+            server = (getattr(callback, "consumer_initkwargs", None) or {}).get("server")
+            if isinstance(server, MCPServer):
+                found.append(server)
+            elif callback is not None:
+                found.extend(_mounted_servers(callback, depth + 1))
+        return found
+    inner = getattr(app, "inner", None) or getattr(app, "application", None)
+    return [] if inner is None else _mounted_servers(inner, depth + 1)

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from django_mcp.checks import check_settings
+from django_mcp import MCPServer
+from django_mcp.checks import check_runserver, check_settings, check_tools, tool_warnings
 from django_mcp.conf import DEFAULTS, SETTINGS, DjangoMCPSettings, MCPSettings
 
 
@@ -207,3 +208,85 @@ def test_wrong_alias_type_skips_the_alias_checks() -> None:
 def test_e140_unknown_registration_cache() -> None:
     (error,) = messages(DJANGO_MCP={"REGISTRATION_RATE_CACHE": "nope"})
     assert error.id == "django_mcp.E140" and "'nope'" in error.msg and "CACHES has 'default'" in error.hint
+
+
+# -- W003: manage.py runserver must be daphne's (DEBUG on, ASGI_APPLICATION set) -------------------------
+
+
+def runserver_ids(**overrides: Any) -> set[str]:
+    with override_settings(**overrides):
+        return {e.id for e in check_runserver()}
+
+
+def test_w003_daphne_missing() -> None:
+    from django.conf import settings
+
+    without = [a for a in settings.INSTALLED_APPS if a != "daphne"]
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without) == {"django_mcp.W003"}
+    with override_settings(DEBUG=True, INSTALLED_APPS=without):
+        (warning,) = check_runserver()
+    assert "'/mcp/' answers 404" in warning.msg and "Django's WSGI server" in warning.msg
+    assert 'Put "daphne" first in INSTALLED_APPS' in warning.hint
+
+
+def test_w003_daphne_after_staticfiles() -> None:
+    """staticfiles' runserver (WSGI) wins over daphne's when it comes first."""
+    from django.conf import settings
+
+    without = [a for a in settings.INSTALLED_APPS if a != "daphne"]
+    late = ["django.contrib.staticfiles", "daphne", *without]
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=late) == {"django_mcp.W003"}
+    early = ["daphne", "django.contrib.staticfiles", *without]
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=early) == set()
+
+
+def test_w003_quiet_outside_development_or_without_asgi() -> None:
+    from django.conf import settings
+
+    without = [a for a in settings.INSTALLED_APPS if a != "daphne"]
+    assert runserver_ids(DEBUG=True) == set(), "the test project lists daphne first"
+    assert runserver_ids(DEBUG=False, INSTALLED_APPS=without) == set(), "a deployment runs an ASGI server"
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ASGI_APPLICATION=None) == set(), "stdio only (W002)"
+
+
+# -- W004: every tool has a title and says whether it is read-only or destructive ---------------------------
+
+
+def test_w004_tool_without_title_or_hints() -> None:
+    server = MCPServer("w004")
+
+    @server.tool
+    def bare() -> None: ...
+
+    @server.tool(title="Titled")
+    def titled_only() -> None: ...
+
+    @server.tool(annotations={"destructiveHint": True})
+    def hinted_only() -> None: ...
+
+    @server.tool(title="Reads", annotations={"readOnlyHint": True})
+    def reads() -> None: ...
+
+    @server.tool(annotations={"title": "Deletes", "readOnlyHint": False, "destructiveHint": True})
+    def deletes() -> None: ...
+
+    found = {w.msg.split("'")[1]: w for w in tool_warnings(server)}
+    assert set(found) == {"bare", "titled_only", "hinted_only"}
+    assert all(w.id == "django_mcp.W004" and w.level == 30 for w in found.values())
+    assert "no title and no readOnlyHint or destructiveHint" in found["bare"].msg
+    assert "no title" not in found["titled_only"].msg and "no title" in found["hinted_only"].msg
+    assert '@site.tool(title="Bare", annotations={"readOnlyHint": True})' in found["bare"].hint
+    assert found["bare"].obj == "MCP server 'w004'"
+
+
+def test_w004_runs_on_the_site_after_autodiscovery() -> None:
+    """tests/testapp/mcp.py's bare tools are reported (autodiscovered); its described ``add`` is not."""
+    names = {w.msg.split("'")[1] for w in check_tools()}
+    assert {"echo", "square"} <= names and "add" not in names
+
+
+def test_w004_servers_mounted_by_asgi_application() -> None:
+    with override_settings(ASGI_APPLICATION="tests.asgi_two_servers.application"):
+        warnings = check_tools()
+    other = [w for w in warnings if w.obj == "MCP server 'other-server'"]
+    assert [w.msg.split("'")[1] for w in other] == ["other_tool"]
