@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +13,7 @@ from django.test import override_settings
 from django_mcp import MCPServer
 from django_mcp.checks import check_runserver, check_settings, check_tools, tool_warnings
 from django_mcp.conf import DEFAULTS, SETTINGS, DjangoMCPSettings, MCPSettings
+from tests.conftest import ROOT, server_env
 
 
 def ids(**overrides: Any) -> set[str]:
@@ -290,3 +294,29 @@ def test_w004_servers_mounted_by_asgi_application() -> None:
         warnings = check_tools()
     other = [w for w in warnings if w.obj == "MCP server 'other-server'"]
     assert [w.msg.split("'")[1] for w in other] == ["other_tool"]
+
+
+# -- manage.py check, end to end ---------------------------------------------------------------------------
+
+
+def manage_check(tmp_path: Path, settings: str) -> subprocess.CompletedProcess[str]:
+    env = server_env(tmp_path, settings=settings)
+    return subprocess.run(
+        [sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_manage_check_reports_the_new_ids(tmp_path: Path) -> None:
+    out = manage_check(tmp_path, "tests.misconfigured_settings")
+    assert out.returncode != 0, out.stdout + out.stderr
+    for check_id in ("E002", "E106", "E109", "E117", "E119", "E035", "W003", "W004"):
+        assert f"(django_mcp.{check_id})" in out.stderr, (check_id, out.stderr)
+    assert "Did you mean 'SERVER_NAME'?" in out.stderr
+    assert "HINT: PAGE_SIZE must be a positive int; the default is 100." in out.stderr
+
+
+def test_manage_check_on_the_test_project_warns_only(tmp_path: Path) -> None:
+    """The test project's bare tools are warnings (W004), never errors."""
+    out = manage_check(tmp_path, "tests.settings")
+    assert out.returncode == 0, out.stderr
+    assert "(django_mcp.W004)" in out.stderr and "(django_mcp.E" not in out.stderr
