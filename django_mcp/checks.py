@@ -254,17 +254,18 @@ def tool_warnings(server: Any) -> list[Any]:
     warnings: list[Any] = []
     for name, tool in server.tools.items():
         annotations = tool.annotations or {}
-        missing = []
-        if not (tool.title or annotations.get("title")):
-            missing.append("no title")
-        if "readOnlyHint" not in annotations and "destructiveHint" not in annotations:
-            missing.append("no readOnlyHint or destructiveHint annotation")
-        if not missing:
+        titled = bool(tool.title or annotations.get("title"))
+        hinted = "readOnlyHint" in annotations or "destructiveHint" in annotations
+        if titled and hinted:
             continue
+        missing = [] if titled else ["no title"]
+        reason = "host directories reject such tools"
+        if not hinted:
+            missing.append("no readOnlyHint or destructiveHint annotation")
+            reason += ", and clients cannot tell whether it only reads or changes data"
         warnings.append(
             Warning(
-                f"Tool {name!r} has {' and '.join(missing)}: host directories reject such tools, and clients "
-                "cannot tell whether it changes anything.",
+                f"Tool {name!r} has {' and '.join(missing)}: {reason}.",
                 hint=(
                     f'Declare them: @site.tool(title="{tool.title or _title(name)}", annotations={{"readOnlyHint": '
                     'True}) for a tool that only reads, or annotations={"readOnlyHint": False, "destructiveHint": '
