@@ -27,7 +27,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     user = user or {}
     for key in sorted((k for k in user if k not in DEFAULTS), key=str):
         errors.append(Error(f"Unknown DJANGO_MCP setting {key!r}.", hint=_unknown_hint(key), id="django_mcp.E002"))
-    invalid = set()
+    invalid: set[str] = set()  # keys whose value is refused: the checks that use them are skipped
     for key, spec in SETTINGS.items():
         if key in user:
             error = _setting_error(key, spec, user[key])

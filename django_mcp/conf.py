@@ -3,6 +3,12 @@
 Like DRF's ``api_settings``: nothing is read at import time, attribute access
 falls back to ``DEFAULTS``, import strings are resolved on access, and the cache
 is dropped on ``setting_changed`` so ``override_settings`` works in tests.
+
+Typed: ``DjangoMCPSettings`` (a ``TypedDict``) is the type of the ``DJANGO_MCP`` dict and
+``mcp_settings``' attributes carry each key's type for mypy. ``SETTINGS`` holds the same
+rules for run time: the check id, types and legal values that ``django_mcp.checks``
+validates every key against (docs/checks.md, docs/settings.md). Access itself never
+validates: a wrong value is reported by ``manage.py check``, not on the hot path.
 """
 
 from __future__ import annotations
