@@ -119,7 +119,9 @@ asyncio.run(main(sys.argv[1:]))
 def run(*cmd: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None, capture: bool = False) -> str:
     shown = " ".join(str(c) for c in cmd)
     print(f"$ {shown}" + (f"   (in {cwd})" if cwd else ""), flush=True)
+    started = time.monotonic()
     proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, text=True, capture_output=True)
+    print(f"   ({time.monotonic() - started:.1f}s)", flush=True)
     if proc.returncode:
         sys.stdout.write(proc.stdout)
         sys.stderr.write(proc.stderr)
