@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 import mcp_types as types
 from pydantic import BaseModel
 
-from .exceptions import RequestCancelled
+from .exceptions import InputRequired, RequestCancelled
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    from .auth.bearer import AuthInfo
+    from .engine import Exchange
+    from .server import MCPServer
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 T = TypeVar("T")
@@ -37,6 +41,10 @@ class Runtime(Protocol):
     client_info: dict[str, Any]
     client_capabilities: dict[str, Any]
     user: Any
+    #: The ``MCPServer`` answering the request.
+    server: Any
+    #: ``AuthInfo`` of the bearer token that authenticated the request, or None.
+    auth: Any
 
     @property
     def cancelled(self) -> asyncio.Event: ...
@@ -81,6 +89,33 @@ class Context:
     @property
     def client_capabilities(self) -> dict[str, Any]:
         return self._rt.client_capabilities
+
+    @property
+    def auth(self) -> AuthInfo | None:
+        """What the OAuth bearer token grants (``user``, ``client_id``, ``scopes``); None without a token."""
+        return getattr(self._rt, "auth", None)
+
+    @property
+    def client_id(self) -> str | None:
+        """The OAuth client the caller's token was issued to; None without a token."""
+        auth = self.auth
+        return auth.client_id if auth is not None else None
+
+    @property
+    def server(self) -> MCPServer:
+        """The ``MCPServer`` answering this request."""
+        return self._rt.server  # type: ignore[no-any-return]
+
+    # -- the server's own content, as the caller --------------------------------------
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """The wire ``contents`` of ``uri``, read through the server's ``resources/read`` handler.
+
+        The caller's access checks apply (scopes, permissions, ``check``, a model
+        object's own rules): what the caller may not read is ``ResourceNotFound``.
+        """
+        exchange = cast("Exchange", self._rt)  # the server's handlers take the engine's Exchange
+        result = await self.server.handle("resources/read", {"uri": uri}, exchange)
+        return list(result["contents"])
 
     # -- cancellation --------------------------------------------------------------
     @property
@@ -196,8 +231,6 @@ class Context:
         stateless era every unanswered question goes into one ``input_required``
         result, so the client answers them all in a single round trip.
         """
-        from .server import InputRequired
-
         results: list[Any] = []
         missing: InputRequired | None = None
         pending = list(asks)

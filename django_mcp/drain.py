@@ -45,7 +45,7 @@ def _sync_tool(exchange: Any) -> bool:
     """Whether a call in flight runs a sync tool (in a thread, which cancelling the task does not stop)."""
     if exchange.method != "tools/call":
         return False
-    tool = exchange.server.tools.get(exchange.params.get("name", ""))
+    tool = exchange.target
     return tool is not None and not tool.is_async
 
 

@@ -66,6 +66,9 @@ def _anonymous() -> Any:
     return _anonymous_user()
 
 
+UNSET: Any = object()
+
+
 class Outlet(Protocol):
     async def send(self, message: dict[str, Any]) -> None: ...
 
@@ -86,8 +89,10 @@ class Exchange:
         *,
         locale: str | None = None,
         auth: Any = None,
+        target: Any = UNSET,
     ) -> None:
         self.server = server
+        self._target = target
         self.locale = locale  # the caller's Accept-Language (HTTP), activated while the handler runs
         self.request = request
         self.request_id: str | int | None = request.id
@@ -116,6 +121,13 @@ class Exchange:
         self._asked = 0
         self.answers: dict[str, Any] = {}  # stateless: every answer the client sent (state + inputResponses)
         self.used: dict[str, Any] = {}  # stateless: the answers this run consumed, carried to the next round
+
+    @property
+    def target(self) -> Any:
+        """The tool, prompt or resource this request names (``MCPServer.target``), looked up once."""
+        if self._target is UNSET:
+            self._target = self.server.target(self.method, self.params)
+        return self._target
 
     @property
     def cancelled(self) -> asyncio.Event:
@@ -230,8 +242,9 @@ class Engine:
         *,
         locale: str | None = None,
         auth: Any = None,
+        target: Any = UNSET,
     ) -> dict[str, Any] | None:
-        ex = Exchange(server, request, revision, session, user, outlet, locale=locale, auth=auth)
+        ex = Exchange(server, request, revision, session, user, outlet, locale=locale, auth=auth, target=target)
         key = (session.id, request.id) if session else None
         task = asyncio.current_task()
         if task is not None:

@@ -8,7 +8,11 @@ model can read and act on. Anything else raised by user code becomes an
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .protocol import jsonrpc
@@ -52,11 +56,44 @@ class RequestCancelled(Exception):
     """Raised inside a handler whose request the client cancelled."""
 
 
-def exception_handler(exc: BaseException, *, tool: str | None = None) -> dict[str, Any] | None:
+class InputRequired(Exception):
+    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry.
+
+    ``requests`` maps each unanswered question's key to its ``{method, params}``;
+    ``Context.gather`` merges several into one ``input_required`` result.
+    """
+
+    def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
+        super().__init__(method)
+        self.key, self.method, self.params, self.answers = key, method, params, answers
+        self.requests: dict[str, dict[str, Any]] = {key: {"method": method, "params": params}}
+
+    def merge(self, other: InputRequired) -> InputRequired:
+        self.requests.update(other.requests)
+        self.answers = {**self.answers, **other.answers}
+        return self
+
+
+def exception_handler(
+    exc: BaseException, context: Mapping[str, Any] | None = None, *, tool: str | None = None
+) -> dict[str, Any] | None:
     """Map an exception raised by a tool to a tool result, or None to re-raise it.
 
-    Swap it with the ``EXCEPTION_HANDLER`` setting (same signature).
+    ``context`` describes the call, as DRF's exception handler context does:
+    ``tool`` (its name), ``user``, ``session_id``, ``request_id``, ``client_id``,
+    ``revision``, ``arguments``, ``server`` and ``ctx`` (the ``Context``). Swap
+    this function with the ``EXCEPTION_HANDLER`` setting (same signature). The
+    ``tool=`` keyword is the deprecated form of ``context["tool"]``.
     """
+    if tool is not None:
+        warnings.warn(
+            "exception_handler(exc, tool=...) is deprecated: pass the context dict, "
+            "exception_handler(exc, {'tool': ...})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    else:
+        tool = (context or {}).get("tool")
     if isinstance(exc, jsonrpc.ProtocolError):
         return None
     if isinstance(exc, ToolError):
@@ -72,3 +109,45 @@ def exception_handler(exc: BaseException, *, tool: str | None = None) -> dict[st
             logger.exception("Tool %r raised", tool)
             message = f"Tool {tool!r} failed with an internal error ({type(exc).__name__})"
     return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+ExceptionHandler = Callable[..., "dict[str, Any] | None"]
+
+
+def _detect_legacy(handler: ExceptionHandler) -> bool:
+    """Whether ``handler`` is the old ``handler(exc, *, tool)``: it takes no second positional argument."""
+    try:
+        params = list(inspect.signature(handler).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: assume the current form
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params):
+        return False
+    warnings.warn(
+        f"EXCEPTION_HANDLER {getattr(handler, '__qualname__', handler)!r} takes (exc, *, tool): "
+        "it is called that way for now, but the signature is deprecated. "
+        "Accept (exc, context); the tool's name is context['tool'].",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return True
+
+
+_legacy_cached = functools.lru_cache(maxsize=32)(_detect_legacy)
+
+
+def is_legacy_handler(handler: ExceptionHandler) -> bool:
+    """``_detect_legacy``, read once per handler (the warning is given once)."""
+    try:
+        return _legacy_cached(handler)
+    except TypeError:  # an unhashable callable: read it every time
+        return _detect_legacy(handler)
+
+
+def handle_exception(
+    handler: ExceptionHandler, exc: BaseException, context: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Call the ``EXCEPTION_HANDLER``: ``handler(exc, context)``, or ``handler(exc, tool=...)`` for an old one."""
+    if is_legacy_handler(handler):
+        return handler(exc, tool=context.get("tool"))
+    return handler(exc, context)

@@ -71,7 +71,7 @@ async def check_channel_layer() -> str:
 async def report() -> tuple[int, dict[str, Any]]:
     """The status code and body of one probe."""
     from .sessions import store
-    from .transports.http import open_streams
+    from .transports.base import open_streams
 
     database, layer = await asyncio.gather(check_database(), check_channel_layer())
     store.prune()

@@ -17,7 +17,8 @@ import mcp_types as types
 from .access import Check, Guard
 from .content import CONTENT_TYPES, Role, dump
 from .context import Context
-from .resources import Completer, _ctx_param, _runner
+from .resources import Completer, _runner
+from .signature import context_parameter
 
 
 @dataclass
@@ -57,13 +58,16 @@ class Prompt(Guard):
     check: Check | None = None
     complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
     arguments: list[dict[str, Any]] = field(init=False)
+    #: The parameter that receives the ``Context`` (``signature.context_parameter``).
+    ctx_param: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         if self.description is None:
             self.description = inspect.getdoc(self.fn)
+        self.ctx_param = context_parameter(self.fn)
         self.arguments = []
         for pname, p in inspect.signature(self.fn).parameters.items():
-            if p.annotation is Context or p.annotation == "Context":
+            if pname == self.ctx_param:
                 continue
             arg: dict[str, Any] = {"name": pname, "required": p.default is inspect.Parameter.empty}
             self.arguments.append(arg)
@@ -94,9 +98,8 @@ class Prompt(Guard):
     async def render(self, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
         known = {a["name"] for a in self.arguments}
         kwargs = {k: v for k, v in arguments.items() if k in known}
-        cp = _ctx_param(self.fn)
-        if cp:
-            kwargs[cp] = ctx
+        if self.ctx_param:
+            kwargs[self.ctx_param] = ctx
         value = await _runner(self.fn)(**kwargs)
         items = value if isinstance(value, (list, tuple)) else [value]
         messages = []

@@ -19,6 +19,7 @@ import mcp_types as types
 from .access import Check, Guard
 from .context import Context
 from .protocol.uri_template import URITemplate
+from .signature import context_parameter
 from .sync import user_pool
 
 Completer = Callable[..., Any]
@@ -26,13 +27,6 @@ Completer = Callable[..., Any]
 
 def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     return fn if inspect.iscoroutinefunction(fn) else user_pool.wrap(fn)
-
-
-def _ctx_param(fn: Callable[..., Any]) -> str | None:
-    for name, p in inspect.signature(fn).parameters.items():
-        if p.annotation is Context or p.annotation == "Context":
-            return name
-    return None
 
 
 def contents_for(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
@@ -68,6 +62,11 @@ class Resource(Guard):
     scopes: list[str] = field(default_factory=list)
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
+    #: The parameter that receives the ``Context`` (``signature.context_parameter``).
+    ctx_param: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.ctx_param = context_parameter(self.fn)
 
     def definition(self) -> dict[str, Any]:
         d: dict[str, Any] = {"uri": self.uri, "name": self.name}
@@ -86,9 +85,8 @@ class Resource(Guard):
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[dict[str, Any]]:
         kwargs: dict[str, Any] = dict(variables)
-        cp = _ctx_param(self.fn)
-        if cp:
-            kwargs[cp] = ctx
+        if self.ctx_param:
+            kwargs[self.ctx_param] = ctx
         value = await _runner(self.fn)(**kwargs)
         return contents_for(uri, value, self.mime_type)
 
@@ -99,6 +97,7 @@ class ResourceTemplate(Resource):
     template: URITemplate = field(init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.template = URITemplate(self.uri)
 
     def definition(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from . import __version__
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
-from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
+from .exceptions import InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
 from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
 from .protocol import cursor
@@ -40,24 +40,6 @@ Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str
 CACHEABLE = frozenset(
     {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read", "server/discover"}
 )
-
-
-class InputRequired(Exception):
-    """Raised by ``Exchange.ask`` in the stateless era: the client must answer and retry.
-
-    ``requests`` maps each unanswered question's key to its ``{method, params}``;
-    ``Context.gather`` merges several into one ``input_required`` result.
-    """
-
-    def __init__(self, key: str, method: str, params: dict[str, Any], answers: dict[str, Any]) -> None:
-        super().__init__(method)
-        self.key, self.method, self.params, self.answers = key, method, params, answers
-        self.requests: dict[str, dict[str, Any]] = {key: {"method": method, "params": params}}
-
-    def merge(self, other: InputRequired) -> InputRequired:
-        self.requests.update(other.requests)
-        self.answers = {**self.answers, **other.answers}
-        return self
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -354,6 +336,27 @@ class MCPServer:
         await hub.broadcast_or_log({"kind": "resource_updated", "uri": uri})
 
     # -- dispatch ------------------------------------------------------------------
+    def target(self, method: str, params: dict[str, Any]) -> Any:
+        """The tool, prompt, resource or resource template a request names, or None.
+
+        Looked up once per request (by the dispatch path, for header and scope checks) and
+        carried on the exchange, so the handler does not look it up again.
+        """
+        if method == "tools/call":
+            name = params.get("name")
+            return self.tools.get(name) if isinstance(name, str) else None
+        if method == "prompts/get":
+            name = params.get("name")
+            return self.prompts.get(name) if isinstance(name, str) else None
+        if method in ("resources/read", "resources/subscribe"):
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                found = self.resources.get(uri)
+                if found is None:
+                    found = next((t for t in self.templates.values() if t.template.match(uri) is not None), None)
+                return found
+        return None
+
     async def handle(self, method: str, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
         handler = self._handlers.get(method)
         if handler is None:
@@ -413,7 +416,7 @@ async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -
 
 async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params.get("name")
-    tool = server.tools.get(name) if isinstance(name, str) else None
+    tool: Tool | None = ex.target
     if tool is None or not await visible(tool, ex):
         raise InvalidParams(f"Unknown tool: {name}", {"name": name})
     try:
@@ -426,8 +429,9 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
             "content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}],
             "isError": True,
         }
+    ctx = Context(ex)
     try:
-        value = await tool.run(kwargs, Context(ex))
+        value = await tool.run(kwargs, ctx)
     except (InputRequired, ProtocolError):
         raise
     except Exception as exc:  # user code: the exception handler turns it into an isError result
@@ -435,11 +439,26 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
         if lost is not None:  # an async tool's ORM call (sync tools' are mapped by the pool): retryable
             await drop_shared_connections()
             raise lost from exc
-        result = mcp_settings.EXCEPTION_HANDLER(exc, tool=tool.name)
+        result = handle_exception(mcp_settings.EXCEPTION_HANDLER, exc, exception_context(server, tool, kwargs, ctx))
         if result is None:
             raise
-        return result  # type: ignore[no-any-return]
+        return result
     return tool.to_result(value)
+
+
+def exception_context(server: MCPServer, tool: Tool, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """What ``EXCEPTION_HANDLER(exc, context)`` learns about the failed call (DRF-style ``context``)."""
+    return {
+        "tool": tool.name,
+        "user": ctx.user,
+        "session_id": ctx.session_id,
+        "request_id": ctx.request_id,
+        "client_id": ctx.client_id,
+        "revision": ctx.protocol_version,
+        "arguments": {k: v for k, v in kwargs.items() if k != tool.ctx_param},
+        "server": server,
+        "ctx": ctx,
+    }
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
@@ -505,7 +524,7 @@ async def _list_prompts(server: MCPServer, params: dict[str, Any], ex: Exchange)
 
 async def _get_prompt(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params["name"]
-    prompt = server.prompts.get(name)
+    prompt: Prompt | None = ex.target
     if prompt is None or not await visible(prompt, ex):
         raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
     arguments = params.get("arguments") or {}

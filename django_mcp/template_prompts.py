@@ -22,7 +22,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import Any, Union, cast
 
 from django import forms
 from django.core.exceptions import ImproperlyConfigured
@@ -40,9 +40,6 @@ from .exceptions import InvalidParams
 from .prompts import Prompt
 from .resources import Completer
 from .sync import run_sync
-
-if TYPE_CHECKING:
-    from .engine import Exchange
 
 StrOrPromise = Union[str, Promise]  # noqa: UP007  # a runtime alias: py3.10 has no str | Promise here
 ROLES = ("user", "assistant")
@@ -348,9 +345,7 @@ class TemplatePrompt(Prompt):
 
     async def embed(self, uri: str, ctx: Context) -> list[dict[str, Any]]:
         """Read ``uri`` through the server's own handler, so the caller's access checks apply."""
-        ex: Exchange = ctx._rt  # type: ignore[assignment]  # the engine's Exchange behind this Context
-        result = await ex.server.handle("resources/read", {"uri": uri}, ex)
-        return [{"type": "resource", "resource": contents} for contents in result["contents"]]
+        return [{"type": "resource", "resource": contents} for contents in await ctx.read_resource(uri)]
 
     # -- completion ----------------------------------------------------------------------
     def _completer(self, name: str) -> Callable[..., Any]:

@@ -2,102 +2,28 @@
 
 The signature becomes a pydantic model (JSON Schema 2020-12 with ``$defs`` for
 the ``inputSchema``), the docstring the description, and a typed return the
-``outputSchema`` plus ``structuredContent``. Sync callables run in the bounded
-sync pool (``django_mcp.sync``); async ones run on the event loop.
+``outputSchema`` plus ``structuredContent``; ``django_mcp.signature`` reads them.
+Sync callables run in the bounded sync pool (``django_mcp.sync``); async ones
+run on the event loop.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+from typing import Any
 
 import mcp_types
-import pydantic
-from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+from pydantic import BaseModel, TypeAdapter
 
 from .access import Check, Guard
 from .conf import mcp_settings
 from .content import CONTENT_TYPES, dump
 from .context import Context
+from .signature import Signature
 from .sync import user_pool
-
-_NO_STRUCTURE = (type(None), Any, str, bytes, *CONTENT_TYPES)
-
-
-def _doc_parts(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]:
-    """Description and per-argument docs ("Args:" section, Google style) from a docstring."""
-    doc = inspect.getdoc(fn)
-    if not doc:
-        return None, {}
-    lines = doc.splitlines()
-    args: dict[str, str] = {}
-    desc_lines: list[str] = []
-    in_args = False
-    current: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        if stripped in ("Args:", "Arguments:", "Parameters:"):
-            in_args = True
-            continue
-        if in_args:
-            if not stripped:
-                current = None
-                continue
-            if stripped.endswith(":") and " " not in stripped:
-                in_args = False
-                continue
-            if line.startswith((" ", "\t")) and ":" in stripped and not line.startswith(("        ", "\t\t")):
-                name, _, text = stripped.partition(":")
-                current = name.split("(")[0].strip()
-                args[current] = text.strip()
-            elif current:
-                args[current] += " " + stripped
-            continue
-        desc_lines.append(line)
-    return "\n".join(desc_lines).strip() or None, args
-
-
-def _is_context(annotation: Any) -> bool:
-    return annotation is Context or (inspect.isclass(annotation) and issubclass(annotation, Context))
-
-
-def _is_union(tp: Any) -> bool:
-    origin = get_origin(tp)
-    return origin is Union or origin is types.UnionType
-
-
-def _is_content(tp: Any) -> bool:
-    """A content block type, or a union/Annotated of them (e.g. ``ContentBlock``)."""
-    if get_origin(tp) is Annotated:
-        return _is_content(get_args(tp)[0])
-    if _is_union(tp):
-        return all(_is_content(a) for a in get_args(tp))
-    return inspect.isclass(tp) and issubclass(tp, CONTENT_TYPES)
-
-
-def _wants_structure(tp: Any) -> bool:
-    """Typed returns get an outputSchema, except text, bytes, None/Any and content blocks."""
-    if tp in _NO_STRUCTURE or tp is inspect.Signature.empty or _is_content(tp):
-        return False
-    if _is_union(tp):
-        return all(_wants_structure(a) for a in get_args(tp) if a is not type(None))
-    if get_origin(tp) in (list, tuple) and get_args(tp) and _is_content(get_args(tp)[0]):
-        return False
-    return True
-
-
-def _is_object_schema(schema: dict[str, Any]) -> bool:
-    if schema.get("type") == "object":
-        return True
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = schema.get("$defs", {}).get(ref.rsplit("/", 1)[1], {})
-        return bool(target.get("type") == "object")
-    return False
 
 
 @dataclass
@@ -120,6 +46,9 @@ class Tool(Guard):
     #: against the signature.
     input_schema: dict[str, Any] = field(default_factory=dict)
     ctx_param: str | None = None
+    #: How the tool is called (arguments model, Context parameter, output); read from ``fn`` when not given.
+    #: View and DRF tools pass one built from their declared arguments.
+    signature: Signature | None = None
     input_model: type[BaseModel] = field(init=False)
     output_schema: dict[str, Any] | None = field(init=False, default=None)
     output_adapter: TypeAdapter[Any] | None = field(init=False, default=None)
@@ -130,52 +59,20 @@ class Tool(Guard):
     def __post_init__(self) -> None:
         fn = self.fn
         self.is_async = inspect.iscoroutinefunction(fn)
-        sig = inspect.signature(fn)
-        hints = get_type_hints(fn, include_extras=True)
-        doc, arg_docs = _doc_parts(fn)
+        sig = self.signature if self.signature is not None else Signature.from_callable(fn, name=self.name)
+        self.signature = sig
         if self.description is None:
-            self.description = doc
-        fields: dict[str, Any] = {}
-        for pname, param in sig.parameters.items():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"Tool {self.name!r}: *args/**kwargs cannot be described to a client")
-            ann = hints.get(pname, Any)
-            if _is_context(ann):
-                self.ctx_param = pname
-                continue
-            default = ... if param.default is inspect.Parameter.empty else param.default
-            # A docstring "Args:" entry describes the argument; without one, keep any description
-            # the annotation carries (``Annotated[str, Field(description=...)]``).
-            if pname in arg_docs:
-                finfo = pydantic.Field(default=default, description=arg_docs[pname])
-            else:
-                finfo = pydantic.Field(default=default)
-            fields[pname] = (ann, finfo)
-        model_name = "".join(p.capitalize() for p in self.name.replace("-", "_").split("_")) + "Arguments"
-        self.input_model = create_model(
-            model_name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False), **fields
-        )
+            self.description = sig.description
+        self.ctx_param = sig.ctx_param
+        self.input_model = sig.arguments
         if self.input_schema:
             if self.input_schema.get("type") != "object":
                 raise TypeError(f"Tool {self.name!r}: input_schema must be a JSON Schema with type 'object'")
         else:
-            schema = self.input_model.model_json_schema()
-            schema.pop("title", None)
-            schema.pop("additionalProperties", None)
-            schema.setdefault("properties", {})
-            self.input_schema = schema
-        ret = hints.get("return", inspect.Signature.empty)
-        if _wants_structure(ret):
-            self.output_adapter = TypeAdapter(ret)
-            out = self.output_adapter.json_schema(mode="serialization")
-            if not _is_object_schema(out):
-                self.wrap_output = True
-                defs = out.pop("$defs", None)
-                out = {"type": "object", "properties": {"result": out}, "required": ["result"]}
-                if defs:
-                    out["$defs"] = defs
-            out.pop("title", None)
-            self.output_schema = out
+            self.input_schema = sig.input_schema()
+        self.output_schema = sig.output_schema
+        self.output_adapter = sig.output_adapter
+        self.wrap_output = sig.wrap_output
         self._runner = fn if self.is_async else user_pool.wrap(self._call_sync)
 
     def _call_sync(self, **kwargs: Any) -> Any:

@@ -15,6 +15,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, get_type_hints
 from urllib.parse import urlencode
 
@@ -30,6 +31,7 @@ from .access import Check
 from .content import image
 from .context import Context
 from .exceptions import ToolError
+from .signature import EMPTY, Parameter, Signature, arguments_model, model_name, model_parameters, parse_docstring
 from .tools import Tool
 
 #: Keyword under which generated tool functions receive the ``Context``.
@@ -143,55 +145,34 @@ def refuse_or_fail(response: HttpResponseBase, message: str | None = None) -> No
     raise ToolError(message or body_text(response) or f"HTTP {status}")
 
 
-def _arguments(arguments: type[BaseModel] | Mapping[str, Any] | None) -> list[inspect.Parameter]:
-    """Declared arguments as keyword-only parameters: a pydantic model or ``{name: type | (type, default)}``."""
-    params: list[inspect.Parameter] = []
+def _arguments(arguments: type[BaseModel] | Mapping[str, Any] | None) -> list[Parameter]:
+    """Declared arguments: a pydantic model or ``{name: type | (type, default)}``."""
     if arguments is None:
-        return params
+        return []
     if isinstance(arguments, type) and issubclass(arguments, BaseModel):
-        from typing import Annotated
-
-        for name, finfo in arguments.model_fields.items():
-            default = inspect.Parameter.empty if finfo.is_required() else finfo.get_default(call_default_factory=True)
-            ann = Annotated[finfo.annotation, finfo] if finfo.metadata or finfo.description else finfo.annotation
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
-        return params
+        return model_parameters(arguments)
+    params: list[Parameter] = []
     for name, spec in arguments.items():
-        ann, default = spec if isinstance(spec, tuple) else (spec, inspect.Parameter.empty)
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+        ann, default = spec if isinstance(spec, tuple) else (spec, EMPTY)
+        params.append(Parameter(name, ann, default))
     return params
 
 
-def make_function(
-    name: str,
-    doc: str | None,
-    params: Sequence[inspect.Parameter],
-    returns: Any,
-    body: Callable[[Context, dict[str, Any]], Any],
-    *,
-    is_async: bool = False,
-) -> Callable[..., Any]:
-    """A function with a declared signature (so ``Tool`` derives the schema) that calls ``body(ctx, args)``."""
+def handler(body: Callable[[Context, dict[str, Any]], Any], *, is_async: bool = False) -> Callable[..., Any]:
+    """The tool function: receives the arguments and the ``Context`` (under ``CTX``), calls ``body(ctx, args)``."""
     if is_async:
 
         async def call(**kwargs: Any) -> Any:
             ctx = kwargs.pop(CTX)
             return await body(ctx, kwargs)
 
-        fn: Callable[..., Any] = call
-    else:
+        return call
 
-        def call_sync(**kwargs: Any) -> Any:
-            ctx = kwargs.pop(CTX)
-            return body(ctx, kwargs)
+    def call_sync(**kwargs: Any) -> Any:
+        ctx = kwargs.pop(CTX)
+        return body(ctx, kwargs)
 
-        fn = call_sync
-    ctx_param = inspect.Parameter(CTX, inspect.Parameter.KEYWORD_ONLY, annotation=Context)
-    fn.__signature__ = inspect.Signature([*params, ctx_param], return_annotation=returns)  # type: ignore[attr-defined]
-    fn.__annotations__ = {p.name: p.annotation for p in params} | {CTX: Context, "return": returns}
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
+    return call_sync
 
 
 class ViewTool(Tool):
@@ -229,8 +210,9 @@ def view_tool(
     method = method.upper()
     sig = inspect.signature(view)
     hints = get_type_hints(view)
+    doc, arg_docs = parse_docstring(inspect.getdoc(view))
     url_params = [
-        inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=p.default, annotation=hints.get(p.name, str))
+        Parameter(p.name, hints.get(p.name, str), p.default)
         for p in list(sig.parameters.values())[1:]
         if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
@@ -286,17 +268,17 @@ def view_tool(
             raise ToolError(str(exc) or "Not found") from None
         return finish(response)
 
-    fn = make_function(
-        tool_name,
-        inspect.getdoc(view),
-        [*url_params, *_arguments(arguments)],
-        output if output is not None else Any,
-        run_async if is_async else run_sync,
-        is_async=is_async,
+    params = [*url_params, *_arguments(arguments)]
+    signature = Signature(
+        arguments_model(model_name(tool_name), [replace(p, description=arg_docs.get(p.name)) for p in params]),
+        ctx_param=CTX,
+        returns=output if output is not None else Any,
+        description=doc,
     )
     tool = ViewTool(
-        fn,
+        handler(run_async if is_async else run_sync, is_async=is_async),
         name=tool_name,
+        signature=signature,
         title=title,
         description=description,
         annotations=annotations if annotations is not None else default_annotations(method),

@@ -24,6 +24,7 @@ from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
 from ..sync import run_bookkeeping
 from .audience import audience_accepted, mcp_audience_check
+from .challenge import Challenge
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 _LEGACY_SUFFIXES = ("/sse", "/messages")
@@ -44,14 +45,6 @@ class AuthInfo:
     @property
     def user_id(self) -> Any:
         return getattr(self.user, "pk", None) if getattr(self.user, "is_authenticated", False) else None
-
-
-class Challenge(Exception):
-    """A refusal at the HTTP level: 400/401/403 with a ``WWW-Authenticate: Bearer`` header."""
-
-    def __init__(self, status: int, description: str, header: str, error: str | None = None) -> None:
-        super().__init__(description)
-        self.status, self.description, self.header, self.error = status, description, header, error
 
 
 def endpoint_path(path: str) -> str:
@@ -216,38 +209,24 @@ def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:
     return Challenge(403, description, header, "insufficient_scope")
 
 
-def _http_error(challenge: Challenge) -> Exception:
-    from ..protocol import jsonrpc
-    from ..transports.http import HTTPError
-
-    label = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}[challenge.status]
-    return HTTPError(
-        challenge.status,
-        jsonrpc.INVALID_REQUEST,
-        f"{label}: {challenge.description}",
-        {"error": challenge.error} if challenge.error else None,
-        headers=[(b"www-authenticate", challenge.header.encode("latin-1", "replace"))],
-    )
-
-
 async def authenticate_scope(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
-    """The transports' hook: verify, then record ``user`` and ``mcp_auth`` in the ASGI scope."""
-    try:
-        info = await authenticate(scope, headers)
-    except Challenge as challenge:
-        raise _http_error(challenge) from None
+    """The transports' hook: verify, then record ``user`` and ``mcp_auth`` in the ASGI scope.
+
+    Raises ``Challenge``; the transport turns it into its own answer (401/403 over HTTP).
+    """
+    info = await authenticate(scope, headers)
     scope["user"] = info.user
     scope["mcp_auth"] = info
     return info
 
 
-def check_scopes(scope: dict[str, Any], server: Any, request: Any, info: AuthInfo) -> None:
-    """Before a call runs: a token lacking the scopes of the tool/resource/prompt it names gets 403."""
+def check_scopes(scope: dict[str, Any], server: Any, request: Any, info: AuthInfo, target: Any = None) -> None:
+    """Before a call runs: a token lacking the scopes of the tool/resource/prompt it names gets a 403 ``Challenge``."""
     from .scopes import scopes_for
 
-    needed = scopes_for(server, request.method, request.params or {})
+    needed = scopes_for(server, request.method, request.params or {}, target)
     if needed and not info.allows(needed):
-        raise _http_error(insufficient_scope(scope, needed))
+        raise insufficient_scope(scope, needed)
 
 
 __all__ = [

@@ -28,19 +28,9 @@ def declared_scopes(server: Any = None) -> set[str]:
     return found
 
 
-def scopes_for(server: Any, method: str, params: dict[str, Any]) -> list[str]:
+def scopes_for(server: Any, method: str, params: dict[str, Any], target: Any = None) -> list[str]:
     """The scopes the tool, prompt or resource a request names needs ([] when it names none)."""
-    obj: Any = None
-    if method == "tools/call":
-        obj = server.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
-    elif method == "prompts/get":
-        obj = server.prompts.get(params.get("name")) if isinstance(params.get("name"), str) else None
-    elif method in ("resources/read", "resources/subscribe"):
-        uri = params.get("uri")
-        if isinstance(uri, str):
-            obj = server.resources.get(uri)
-            if obj is None:
-                obj = next((t for t in server.templates.values() if t.template.match(uri) is not None), None)
+    obj = target if target is not None else server.target(method, params)
     return sorted(set(obj.scopes)) if obj is not None else []
 
 

@@ -34,9 +34,10 @@ from rest_framework.viewsets import ViewSetMixin
 
 from ..access import Check
 from ..context import Context
+from ..signature import EMPTY, Parameter, Signature, arguments_model, model_name
 from ..sync import run_sync
 from ..tools import Tool
-from ..view_tools import WRITE_METHODS, build_request, default_annotations, error_text, make_function, refuse_or_fail
+from ..view_tools import CTX, WRITE_METHODS, build_request, default_annotations, error_text, handler, refuse_or_fail
 
 STANDARD_ACTIONS = {
     "list": "GET",
@@ -394,11 +395,18 @@ def drf_tool(
 
     # Only URL arguments are enforced before the call: DRF validates the rest, with its own messages.
     params = [make_param(n, required=n in path_params) for n in properties]
+    signature = Signature(
+        arguments_model(model_name(tool_name), params),
+        ctx_param=CTX,
+        returns=Any,
+        output_schema=output_schema,  # call_view returns the CallToolResult itself
+        description=description,
+    )
     tool_holder: list[DRFTool] = []
-    fn = make_function(tool_name, description, params, Any, lambda ctx, args: tool_holder[0].call_view(ctx, args))
     tool = DRFTool(
-        fn,
+        handler(lambda ctx, args: tool_holder[0].call_view(ctx, args)),
         name=tool_name,
+        signature=signature,
         title=title,
         description=description,
         annotations=annotations if annotations is not None else default_annotations(http_method),
@@ -414,15 +422,13 @@ def drf_tool(
         path_params=path_params,
         query_params=query_params,
     )
-    tool.output_schema = output_schema
     tool_holder.append(tool)
     return tool
 
 
-def make_param(name: str, *, required: bool) -> Any:
-    """A signature parameter for one argument: any JSON value, validated by DRF itself."""
-    default = inspect.Parameter.empty if required else UNSET
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Any)
+def make_param(name: str, *, required: bool) -> Parameter:
+    """One argument: any JSON value, validated by DRF itself; an optional one the client left out is ``UNSET``."""
+    return Parameter(name, Any, EMPTY if required else UNSET)
 
 
 def drf_tools(

@@ -17,15 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from channels.generic.http import AsyncHttpConsumer
 
+from .. import dispatch
+from ..auth.challenge import Challenge
 from ..conf import mcp_settings
+from ..dispatch import Caller, Rejected
 from ..drain import HEADERS as DRAIN_HEADERS
 from ..drain import drain, shutdown_error
-from ..engine import engine, negotiate_initialize
+from ..engine import engine
 from ..events import (
     REPLAYABLE,
     event_id,
@@ -38,64 +40,30 @@ from ..events import (
 from ..later import Later
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
-from ..protocol.versions import (
-    ALL_REVISIONS,
-    BATCH_REVISIONS,
-    HANDSHAKE_REVISIONS,
-    STATELESS_REVISIONS,
-)
+from ..protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
 from ..unavailable import Unavailable, unavailable
-from . import stateless
+from .base import (
+    JSON_CT,
+    SSE_CT,
+    SSE_HEADERS,
+    HTTPError,
+    challenge_error,
+    pump,
+    sse_event,
+    stream_slot,
+)
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
+from .stateless import StatelessMixin
 
 logger = logging.getLogger("django_mcp")
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
-JSON_CT = b"application/json"
-SSE_CT = b"text/event-stream"
 #: Requests still running after 10 ms start watching for the client going away.
 _slow = Later(0.01)
-#: Long-lived streams (GET, resumed POST, listen) this worker process holds open (``MAX_STREAMS``).
-_open_streams = 0
-
-
-def open_streams() -> int:
-    """What the health endpoint reports as this worker's open streams."""
-    return _open_streams
-
-
-@contextlib.contextmanager
-def stream_slot() -> Iterator[None]:
-    """Hold one of this worker's ``MAX_STREAMS`` long-lived streams (GET, resumed POST, listen).
-
-    Over the limit: 503 with ``Retry-After`` before anything is sent. The slot is given back
-    first on the way out, so a cancellation during cleanup cannot leak it.
-    """
-    global _open_streams
-    if _open_streams >= mcp_settings.MAX_STREAMS:
-        retry_after = [(b"retry-after", str(mcp_settings.UNAVAILABLE_RETRY_AFTER).encode())]
-        raise HTTPError(503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=retry_after)
-    _open_streams += 1
-    try:
-        yield
-    finally:
-        _open_streams -= 1
-
-
-def ended_by_drain(queue: asyncio.Queue[Any]) -> Callable[[], None]:
-    """Register a stream's queue to end when the worker drains (at once if it already does)."""
-
-    def drained() -> None:  # shutting down: end the stream; the client resumes on another worker
-        queue.put_nowait(None)
-
-    drain.on_drain(drained)
-    if drain.draining:  # the drain began while the stream was opening
-        drained()
-    return drained
 
 
 def _uncancel(task: asyncio.Task[Any]) -> None:
@@ -103,23 +71,6 @@ def _uncancel(task: asyncio.Task[Any]) -> None:
     cancelling = getattr(task, "cancelling", None)
     if cancelling is not None and cancelling():
         task.uncancel()  # type: ignore[attr-defined]  # 3.11+, like cancelling()
-
-
-class HTTPError(Exception):
-    """Ends the exchange with an HTTP status and a JSON-RPC error body."""
-
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        message: str,
-        data: Any = None,
-        request_id: Any = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.error, self.request_id = status, ProtocolError(code, message, data), request_id
-        self.headers = headers or []
 
 
 def _broadcast_message(session: SessionState, payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -130,11 +81,6 @@ def _broadcast_message(session: SessionState, payload: dict[str, Any]) -> dict[s
     if kind == "resource_updated" and payload.get("uri") in (store.peek(session.id) or session).subscriptions:
         return jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]})
     return None
-
-
-def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> bytes:
-    head = f"id: {eid}\nevent: {event}\n" if eid else f"event: {event}\n"
-    return head.encode() + b"data: " + data + b"\n\n"
 
 
 class ResponseStream:
@@ -161,7 +107,7 @@ class ResponseStream:
 
     async def start(self) -> None:
         self.started = True
-        headers = [(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+        headers = list(SSE_HEADERS)
         if self.session_id:
             headers.append((b"mcp-session-id", self.session_id.encode()))
             self.stream_id = new_stream_id()
@@ -233,12 +179,6 @@ class ResponseStream:
                 await self.finish()
 
 
-def _has_request(payload: Any) -> bool:
-    """Whether a body holds a JSON-RPC request (notifications and responses are still taken while draining)."""
-    items = payload if isinstance(payload, list) else [payload]
-    return any(isinstance(m, dict) and "method" in m and "id" in m for m in items)
-
-
 _site: MCPServer | None = None
 
 
@@ -252,7 +192,7 @@ def _default_site() -> MCPServer:
     return _site
 
 
-class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
+class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
     """The MCP endpoint. ``MCPConsumer.as_asgi(server=my_server)`` mounts another server."""
 
     server: MCPServer | None = None
@@ -286,8 +226,10 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         drain.install()
         try:
             await self.dispatch_http(scope["method"])
-        except HTTPError as exc:
+        except Rejected as exc:
             await self.error_response(exc)
+        except Challenge as challenge:
+            await self.error_response(challenge_error(challenge))
         except asyncio.CancelledError:
             # Shutdown cancelled work that had not answered yet (a batch): a retryable 503, not silence.
             if not drain.draining or self.responded or not self.connected:
@@ -341,8 +283,8 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             except Exception:  # noqa: BLE001 - the connection went away under us, as in safe_body
                 self.connected = False
 
-    async def error_response(self, exc: HTTPError) -> None:
-        await self.json_response(exc.status, jsonrpc.error_message(exc.request_id, exc.error), exc.headers)
+    async def error_response(self, exc: Rejected) -> None:
+        await self.json_response(exc.status, exc.message(), getattr(exc, "headers", None))
 
     async def empty_response(self, status: int, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         await self.send_headers(status=status, headers=extra or [])
@@ -385,10 +327,19 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
 
             await authenticate_scope(self.scope, self._headers)
 
-    async def load_session(self, sid: str) -> SessionState | None:
-        """The session ``sid`` if it is live and belongs to this caller (user and OAuth client)."""
+    def caller(self) -> Caller:
+        """Who sends this request: what ``authenticate`` recorded in the scope, and the language."""
         auth = self.scope.get("mcp_auth")
-        return await store.get_owned(sid, self.scope.get("user"), auth.client_id if auth is not None else "")
+        return Caller(
+            self.scope.get("user"),
+            auth,
+            auth.client_id if auth is not None else "",
+            self.header(b"accept-language"),
+        )
+
+    async def find_session(self, request_id: Any = None, version: str | None = None) -> SessionState:
+        """The caller's session named by ``Mcp-Session-Id`` (400 without one, 404 if not the caller's)."""
+        return await dispatch.find_session(self.header(b"mcp-session-id"), self.caller(), request_id, version)
 
     def accepts(self, *types: bytes) -> bool:
         accept = self._headers.get(b"accept", b"").lower()
@@ -421,7 +372,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 return chunk if not chunks else b"".join((*chunks, chunk))
             chunks.append(chunk)
 
-    async def _watch_disconnect(self, on_disconnect: Any = None) -> None:
+    async def watch_disconnect(self, on_disconnect: Any = None) -> None:
         while True:
             message = await self._receive()
             if message["type"] == "http.disconnect":
@@ -443,149 +394,56 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 jsonrpc.INVALID_REQUEST,
                 "Not Acceptable: Accept must include application/json and text/event-stream",
             )
-        body = await self.read_body()
-        try:
-            payload = jsonrpc.loads(body)
-        except ProtocolError as exc:
-            raise HTTPError(400, exc.code, exc.message) from None
-        if drain.draining and _has_request(payload):
+        payload = dispatch.parse(await self.read_body())
+        if drain.draining and dispatch.has_request(payload):
             await self.json_response(503, shutdown_error(jsonrpc.id_of(payload)), DRAIN_HEADERS)
             return
         version = self.header(VERSION_HEADER)
         # A version header that is not a handshake revision (2026-07-28, or one we don't know) takes the
         # stateless path, where an unknown version gets -32022 with the supported list.
         modern = version is not None and version.strip() not in HANDSHAKE_REVISIONS
-        if modern or (version is None and stateless.looks_stateless(payload, self)):
-            await stateless.handle_post(self, payload, version)
+        if modern or (version is None and self.looks_stateless(payload)):
+            await self.handle_stateless_post(payload, version)
             return
         await self.handle_handshake_post(payload, version)
 
     async def handle_handshake_post(self, payload: Any, version: str | None) -> None:
-        sid = self.header(b"mcp-session-id")
         if isinstance(payload, dict) and payload.get("method") == "initialize" and "id" in payload:
-            await self.handle_initialize(payload)
+            request = dispatch.classify(payload)
+            assert isinstance(request, jsonrpc.Request)
+            session, response = await dispatch.initialize(self.get_server(), request, self.caller())
+            await self.json_response(200, response, [(b"mcp-session-id", session.id.encode())])
             return
-        if sid is None:
-            raise HTTPError(
-                400,
-                jsonrpc.INVALID_REQUEST,
-                "Bad Request: Mcp-Session-Id header is required",
-                request_id=jsonrpc.id_of(payload),
-            )
-        session = await self.load_session(sid)
-        if session is None:
-            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found", request_id=jsonrpc.id_of(payload))
-        if version is not None and version != session.revision:
-            raise HTTPError(
-                400,
-                jsonrpc.INVALID_REQUEST,
-                f"Bad Request: MCP-Protocol-Version {version!r} does not match the session's {session.revision!r}",
-            )
+        session = await self.find_session(jsonrpc.id_of(payload), version)
         if isinstance(payload, list):
-            if session.revision not in BATCH_REVISIONS:
-                raise HTTPError(
-                    400, jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {session.revision}"
-                )
-            try:
-                jsonrpc.check_batch(payload, mcp_settings.MAX_BATCH_SIZE)
-            except ProtocolError as exc:
-                raise HTTPError(400, exc.code, exc.message, exc.data) from None
-            await self.handle_batch(payload, session)
+            responses = await dispatch.batch(payload, session, lambda r: self.run_batched(r, session))
+            if responses:
+                await self.json_response(200, responses, [(b"mcp-session-id", session.id.encode())])
+            else:
+                await self.empty_response(202)
             return
-        try:
-            message = jsonrpc.classify(payload)
-        except ProtocolError as exc:
-            raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
+        message = dispatch.classify(payload)
         if isinstance(message, jsonrpc.Request):
             if message.method == "initialize":
                 raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Session already initialized", request_id=message.id)
             await self.run_request(message, session)
         else:
-            await self.absorb(message, session)
+            await dispatch.absorb(message, session, session.revision)
             await self.empty_response(202)
 
-    async def absorb(self, message: jsonrpc.Message, session: SessionState) -> None:
-        """Notifications and responses from the client: act, answer nothing."""
-        if isinstance(message, jsonrpc.Response):
-            await engine.deliver_response(session.id, message)
-            return
-        assert isinstance(message, jsonrpc.Notification)
-        from ..protocol.validation import validate_notification
-
-        if not validate_notification(message.method, session.revision, message.params):
-            return
-        if message.method == "notifications/initialized":
-            if not session.initialized:
-                session.initialized = True
-                await store.update(session, initialized=True)
-        elif message.method == "notifications/cancelled":
-            rid = (message.params or {}).get("requestId")
-            if rid is not None:
-                await engine.cancel(session.id, rid)
-
-    async def handle_initialize(self, payload: dict[str, Any]) -> None:
-        try:
-            message = jsonrpc.classify(payload)
-        except ProtocolError as exc:
-            raise HTTPError(400, exc.code, exc.message, request_id=jsonrpc.id_of(payload)) from None
-        assert isinstance(message, jsonrpc.Request)
-        try:
-            revision, params = negotiate_initialize(message)
-        except ProtocolError as exc:
-            await self.json_response(400, jsonrpc.error_message(message.id, exc))
-            return
-        server = self.get_server()
-        auth = self.scope.get("mcp_auth")
-        session = await store.create(
-            revision,
-            params.get("clientInfo") or {},
-            params.get("capabilities") or {},
-            self.scope.get("user"),
-            auth.client_id if auth is not None else "",
+    async def run_batched(self, request: jsonrpc.Request, session: SessionState) -> dict[str, Any] | None:
+        """One request of a batch: answered inside the batch's JSON array, never streamed."""
+        caller = self.caller()
+        return await engine.handle_request(
+            self.get_server(),
+            request,
+            session.revision,
+            session,
+            caller.user,
+            None,
+            locale=caller.locale,
+            auth=caller.auth,
         )
-        result = engine.finalize("initialize", revision, server.initialize_result(revision))
-        await self.json_response(
-            200, jsonrpc.result_message(message.id, result), [(b"mcp-session-id", session.id.encode())]
-        )
-
-    async def handle_batch(self, items: list[Any], session: SessionState) -> None:
-        responses: list[dict[str, Any]] = []
-        requests: list[jsonrpc.Request] = []
-        for item in items:
-            try:
-                message = jsonrpc.classify(item)
-            except ProtocolError as exc:
-                responses.append(jsonrpc.error_message(jsonrpc.id_of(item), exc))
-                continue
-            if isinstance(message, jsonrpc.Request):
-                if message.method == "initialize":
-                    err = ProtocolError(jsonrpc.INVALID_REQUEST, "initialize cannot be batched")
-                    responses.append(jsonrpc.error_message(message.id, err))
-                else:
-                    requests.append(message)
-            else:
-                await self.absorb(message, session)
-        if not requests and not responses:
-            await self.empty_response(202)
-            return
-        server = self.get_server()
-        results = await asyncio.gather(
-            *(
-                engine.handle_request(
-                    server,
-                    r,
-                    session.revision,
-                    session,
-                    self.scope.get("user"),
-                    None,
-                    locale=self.header(b"accept-language"),
-                    auth=self.scope.get("mcp_auth"),
-                )
-                for r in requests
-            )
-        )
-        responses.extend(r for r in results if r is not None)
-        await self.json_response(200, responses, [(b"mcp-session-id", session.id.encode())])
 
     async def run_request(
         self,
@@ -593,6 +451,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         session: SessionState | None,
         revision: str | None = None,
         cancel_on_close: bool = False,
+        target: Any = dispatch.UNSET,
     ) -> None:
         """Run one request; answer JSON, or SSE if the handler emitted something first.
 
@@ -602,10 +461,13 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         error instead: 503 before anything was sent, an error event on a started stream.
         """
         auth = self.scope.get("mcp_auth")
+        server = self.get_server()
+        if target is dispatch.UNSET:
+            target = server.target(request.method, request.params or {})
         if auth is not None:
             from ..auth.bearer import check_scopes
 
-            check_scopes(self.scope, self.get_server(), request, auth)
+            check_scopes(self.scope, server, request, auth, target)
         stream = ResponseStream(self, session.id if session else None, request.id)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
         sid = session.id if session else None
@@ -623,7 +485,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
 
         def watch() -> None:
             if handling:
-                watchers.append(asyncio.get_running_loop().create_task(self._watch_disconnect(closed)))
+                watchers.append(asyncio.get_running_loop().create_task(self.watch_disconnect(closed)))
 
         _slow.add(self, watch)
         engine.track(self, sid)
@@ -631,7 +493,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
         try:
             try:
                 response = await engine.handle_request(
-                    self.get_server(),
+                    server,
                     request,
                     rev,
                     session,
@@ -639,6 +501,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                     stream,
                     locale=self.header(b"accept-language"),
                     auth=auth,
+                    target=target,
                 )
             except asyncio.CancelledError:
                 # The engine answers a client's cancellation with None itself; a raised cancellation
@@ -662,7 +525,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
                 await stream.send(response, final=True)
             else:
                 extra = [(b"mcp-session-id", session.id.encode())] if session else []
-                status = 200 if session else stateless.status_for(response)
+                status = 200 if session else dispatch.status_for(response)
                 await self.json_response(status, response, extra)
         finally:
             for watcher in watchers:
@@ -686,16 +549,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no GET stream")
         if not self.accepts(SSE_CT):
             raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include text/event-stream")
-        sid = self.header(b"mcp-session-id")
-        if sid is None:
-            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-        session = await self.load_session(sid)
-        if session is None:
-            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
-        if version is not None and version != session.revision:
-            raise HTTPError(
-                400, jsonrpc.INVALID_REQUEST, "Bad Request: MCP-Protocol-Version does not match the session"
-            )
+        session = await self.find_session(version=version)
         last = self.header(b"last-event-id")
         if last:
             await self.resume(session, last)
@@ -703,15 +557,7 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
             await self.standalone_stream(session)
 
     async def _open_sse(self, session: SessionState) -> None:
-        await self.send_headers(
-            status=200,
-            headers=[
-                (b"content-type", SSE_CT),
-                (b"cache-control", b"no-cache"),
-                (b"x-accel-buffering", b"no"),
-                (b"mcp-session-id", session.id.encode()),
-            ],
-        )
+        await self.send_headers(status=200, headers=[*SSE_HEADERS, (b"mcp-session-id", session.id.encode())])
 
     def _session_listener(self, session: SessionState, queue: asyncio.Queue[Any]) -> Any:
         """The 2024-11-05 transport's stream: every message as it comes (no resumption there)."""
@@ -833,25 +679,14 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
 
     async def _pump_get(self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, pos: list[int]) -> None:
         """Write queued events until the session ends or the client leaves."""
-        watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
-        keepalive = mcp_settings.SSE_KEEPALIVE
-        drained = ended_by_drain(queue)
-        try:
-            while self.connected:
-                try:
-                    item = await asyncio.wait_for(queue.get(), keepalive)
-                except asyncio.TimeoutError:
-                    await self.safe_body(b": keep-alive\n\n", more=True)
-                    continue
-                if item is None:
-                    break
-                await self._catch_up(session, stream_id, pos, item)
-                if item[0] != "resync":
-                    await self._emit_get(session, stream_id, pos, item)
-        finally:
-            drain.discard(drained)
-            watcher.cancel()
-            await self.safe_body(b"")
+
+        async def emit(item: Any) -> bool:
+            await self._catch_up(session, stream_id, pos, item)
+            if item[0] != "resync":
+                await self._emit_get(session, stream_id, pos, item)
+            return False
+
+        await pump(self, queue, emit)
 
     async def standalone_stream(self, session: SessionState) -> None:
         await self.get_stream(session, None)
@@ -945,48 +780,25 @@ class MCPConsumer(AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no
     async def _pump_post(
         self, session: SessionState, queue: asyncio.Queue[Any], stream_id: str, last: list[int]
     ) -> None:
-        watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
-        keepalive = mcp_settings.SSE_KEEPALIVE
-        tick = max(0.2, min(keepalive, mcp_settings.WRITER_LEASE_TTL / 3))
-        quiet = 0.0
-        drained = ended_by_drain(queue)  # the client resumes it again on another worker
-        try:
-            while self.connected:
-                try:
-                    item = await asyncio.wait_for(queue.get(), tick)
-                except asyncio.TimeoutError:
-                    if await self._post_check(session, stream_id, last):
-                        return
-                    quiet += tick
-                    if quiet >= keepalive:
-                        quiet = 0.0
-                        await self.safe_body(b": keep-alive\n\n", more=True)
-                    continue
-                if item is None:
-                    break
-                seq, data, final = item
-                if seq <= last[0]:
-                    continue
-                last[0] = seq
-                await self.safe_body(sse_event(data, event_id(stream_id, seq)), more=not final)
-                if final:
-                    return
-        finally:
-            drain.discard(drained)
-            watcher.cancel()
-            await self.safe_body(b"")
+        """Follow a resumed POST stream live, polling the store each tick (the client resumes again on a drain)."""
+
+        async def emit(item: tuple[int, bytes, bool]) -> bool:
+            seq, data, final = item
+            if seq <= last[0]:
+                return False
+            last[0] = seq
+            await self.safe_body(sse_event(data, event_id(stream_id, seq)), more=not final)
+            return final
+
+        tick = max(0.2, min(mcp_settings.SSE_KEEPALIVE, mcp_settings.WRITER_LEASE_TTL / 3))
+        await pump(self, queue, emit, tick=tick, on_tick=lambda: self._post_check(session, stream_id, last))
 
     # -- DELETE -------------------------------------------------------------------------------
     async def handle_delete(self) -> None:
         if self.header(VERSION_HEADER) in STATELESS_REVISIONS:
             raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
-        sid = self.header(b"mcp-session-id")
-        if sid is None:
-            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-        session = await self.load_session(sid)
-        if session is None:
-            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
-        await store.end(sid)
+        session = await self.find_session()
+        await store.end(session.id)
         await self.empty_response(200)
 
 

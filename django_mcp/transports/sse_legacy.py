@@ -13,12 +13,14 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
-from ..engine import engine, negotiate_initialize
+from .. import dispatch
+from ..engine import engine
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..routing import BROADCAST, hub, session_group
 from ..sessions import SessionState, store
-from .http import SSE_CT, HTTPError, MCPConsumer, sse_event
+from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event
+from .http import MCPConsumer
 
 
 class SessionOutlet:
@@ -61,10 +63,7 @@ class LegacySSEConsumer(MCPConsumer):
             # Inside the try: a join the layer refuses (503) leaves no listener behind.
             await hub.join(session_group(session.id), listener)
             await hub.join(BROADCAST, listener)
-            await self.send_headers(
-                status=200,
-                headers=[(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")],
-            )
+            await self.send_headers(status=200, headers=SSE_HEADERS)
             root = self.scope.get("root_path", "") + self.scope.get("path", "")
             endpoint = root.rstrip("/")[: -len("sse")] + f"messages/?session_id={session.id}"
             await self.safe_body(sse_event(endpoint.encode(), event="endpoint"), more=True)
@@ -76,23 +75,12 @@ class LegacySSEConsumer(MCPConsumer):
             await store.end(session.id)
 
     async def _pump_legacy(self, session: SessionState, queue: asyncio.Queue[Any]) -> None:
-        from ..conf import mcp_settings
+        async def emit(item: tuple[str, dict[str, Any]]) -> bool:
+            await self.safe_body(sse_event(jsonrpc.dumps(item[1])), more=True)
+            return False
 
-        watcher = asyncio.ensure_future(self._watch_disconnect(lambda: queue.put_nowait(None)))
-        try:
-            while self.connected:
-                try:
-                    item = await asyncio.wait_for(queue.get(), mcp_settings.SSE_KEEPALIVE)
-                except asyncio.TimeoutError:
-                    await self.safe_body(b": keep-alive\n\n", more=True)
-                    continue
-                if item is None:
-                    break
-                _kind, payload = item
-                await self.safe_body(sse_event(jsonrpc.dumps(payload)), more=True)
-        finally:
-            watcher.cancel()
-            await self.safe_body(b"")
+        # Not ended by a drain: this transport cannot resume, and closing the stream ends the session.
+        await pump(self, queue, emit, drains=False)
 
     async def post_message(self) -> None:
         ctype = (self.header(b"content-type") or "").split(";")[0].strip().lower()
@@ -104,55 +92,33 @@ class LegacySSEConsumer(MCPConsumer):
         sid = (query.get("session_id") or query.get("sessionId") or [None])[0]
         if not sid:
             raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: session_id is required")
-        session = await self.load_session(sid)
-        if session is None:
-            raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Session not found")
-        body = await self.read_body()
-        try:
-            payload = jsonrpc.loads(body)
-            message = jsonrpc.classify(payload)
-        except ProtocolError as exc:
-            raise HTTPError(400, exc.code, exc.message) from None
+        caller = self.caller()
+        session = await dispatch.find_session(sid, caller)
+        message = dispatch.classify(dispatch.parse(await self.read_body()))
         await self.empty_response(202)
         outlet = SessionOutlet(session.id)
         if isinstance(message, jsonrpc.Request):
             response: dict[str, Any] | None
             if message.method == "initialize":
-                response = await self.legacy_initialize(message, session)
+                try:
+                    response = (await dispatch.initialize(self.get_server(), message, caller, session))[1]
+                except dispatch.Rejected as exc:
+                    response = exc.message()
             else:
                 response = await engine.handle_request(
                     self.get_server(),
                     message,
                     session.revision,
                     session,
-                    self.scope.get("user"),
+                    caller.user,
                     outlet,
-                    locale=self.header(b"accept-language"),
-                    auth=self.scope.get("mcp_auth"),
+                    locale=caller.locale,
+                    auth=caller.auth,
                 )
             if response is not None:
                 await outlet.send(response)
         else:
-            await self.absorb(message, session)
-
-    async def legacy_initialize(self, message: jsonrpc.Request, session: SessionState) -> dict[str, Any]:
-        try:
-            revision, params = negotiate_initialize(message)
-        except ProtocolError as exc:
-            return jsonrpc.error_message(message.id, exc)
-        session.revision = revision
-        session.client_info = params.get("clientInfo") or {}
-        session.client_capabilities = params.get("capabilities") or {}
-        await store.update(
-            session,
-            protocol_version=revision,
-            client_info=session.client_info,
-            client_capabilities=session.client_capabilities,
-        )
-        server = self.get_server()
-        return jsonrpc.result_message(
-            message.id, engine.finalize("initialize", revision, server.initialize_result(revision))
-        )
+            await dispatch.absorb(message, session, session.revision)
 
 
 __all__ = ["LegacySSEConsumer"]

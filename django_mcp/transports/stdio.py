@@ -30,14 +30,13 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
-
+from .. import dispatch
 from ..conf import mcp_settings
-from ..engine import Exchange, engine, negotiate_initialize
+from ..dispatch import Caller, Rejected, has_envelope
+from ..engine import Exchange, engine
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
-from ..protocol.validation import validate_notification, validate_request
-from ..protocol.versions import BATCH_REVISIONS, LATEST_HANDSHAKE, STATELESS_REVISIONS
+from ..protocol.versions import LATEST_HANDSHAKE, STATELESS_REVISIONS
 from ..routing import BROADCAST, hub, session_group
 from ..server import MCPServer
 from ..sessions import SessionState, store
@@ -82,36 +81,18 @@ def log_to_stderr(verbosity: int = 1) -> None:
             root.setLevel(level)
 
 
-def has_envelope(params: dict[str, Any] | None) -> bool:
-    """A request opens the 2026-07-28 era when its ``_meta`` names a protocol version (SDK rule)."""
-    meta = (params or {}).get("_meta")
-    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
-
-
 def modern_revision(request: jsonrpc.Request) -> str:
-    """The envelope checks of a 2026-07-28 request (stdio has no headers): -32602, then -32022."""
+    """A 2026-07-28 request's revision (stdio has no headers to check); ``initialize`` is refused (-32022)."""
     if request.method == "initialize":
         raise ProtocolError(
             jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
             "This connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
             {"supported": list(STATELESS_REVISIONS), "requested": (request.params or {}).get("protocolVersion")},
         )
-    meta = (request.params or {}).get("_meta")
-    missing = [k for k in (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY) if k not in (meta or {})]
-    if not isinstance(meta, dict) or missing:
-        raise ProtocolError(
-            jsonrpc.INVALID_PARAMS, f"params._meta must carry {', '.join(missing or ['the request envelope'])}"
-        )
-    requested = meta[PROTOCOL_VERSION_META_KEY]
-    if not isinstance(requested, str):
-        raise ProtocolError(jsonrpc.INVALID_PARAMS, "protocolVersion must be a string")
-    if requested not in STATELESS_REVISIONS:
-        raise ProtocolError(
-            jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-            {"supported": list(STATELESS_REVISIONS), "requested": requested},
-        )
-    return requested
+    try:
+        return dispatch.stateless_revision(request)
+    except Rejected as exc:
+        raise exc.error from None
 
 
 class _Reader:
@@ -223,6 +204,7 @@ class StdioTransport:
             from ..auth.bearer import AuthInfo
 
             self.auth = AuthInfo(user=user, client_id=client_id, scopes=scopes)
+        self.caller = Caller(user, self.auth, client_id)
         self.input_fd, self.output_fd = input_fd, output_fd
         self.era: str | None = None
         self.session: SessionState | None = None
@@ -364,7 +346,6 @@ class StdioTransport:
             if self.era == MODERN:
                 revision = modern_revision(request)
                 if request.method == "subscriptions/listen":
-                    validate_request(request.method, revision, request.params)
                     await self._listen(request, outlet, revision)
                     return None
                 return await engine.handle_request(
@@ -393,73 +374,42 @@ class StdioTransport:
         if self.session is not None:
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INVALID_REQUEST, "Already initialized"))
         try:
-            revision, params = negotiate_initialize(request)
-        except ProtocolError as exc:
-            return jsonrpc.error_message(request.id, exc)
-        try:
-            session = await store.create(
-                revision, params.get("clientInfo") or {}, params.get("capabilities") or {}, self.user, self.client_id
-            )
+            session, response = await dispatch.initialize(self.server, request, self.caller)
+        except Rejected as exc:
+            return exc.message()
         except Exception:
             logger.exception("MCP stdio: could not create the session (is the database migrated?)")
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
         self.session = session
         await hub.join(BROADCAST, self._on_hub)
         await hub.join(session_group(session.id), self._on_hub)
-        result = engine.finalize("initialize", revision, self.server.initialize_result(revision))
-        return jsonrpc.result_message(request.id, result)
+        return response
 
     async def _batch(self, items: list[Any]) -> None:
         """2025-03-26 batches: run the requests concurrently, answer them in one array."""
-        session = self.session
-        if session is None or session.revision not in BATCH_REVISIONS:
-            revision = session.revision if session else "this connection"
-            err = ProtocolError(jsonrpc.INVALID_REQUEST, f"Invalid request: batches are not supported in {revision}")
-            await self.writer.write(jsonrpc.error_message(None, err))
-            return
         try:
-            jsonrpc.check_batch(items, mcp_settings.MAX_BATCH_SIZE)
-        except ProtocolError as exc:
-            await self.writer.write(jsonrpc.error_message(None, exc))
+            responses = await dispatch.batch(items, self.session, self._run_batched, self.cancel)
+        except Rejected as exc:
+            await self.writer.write(exc.message())
             return
-        responses: list[dict[str, Any]] = []
-        tasks: list[asyncio.Task[dict[str, Any] | None]] = []
-        for item in items:
-            try:
-                message = jsonrpc.classify(item)
-            except ProtocolError as exc:
-                responses.append(jsonrpc.error_message(jsonrpc.id_of(item), exc))
-                continue
-            if not isinstance(message, jsonrpc.Request):
-                await self._absorb(message)
-            elif message.id in self.running:
-                err = ProtocolError(jsonrpc.INVALID_REQUEST, f"Request id {message.id!r} is already in flight")
-                responses.append(jsonrpc.error_message(message.id, err))
-            else:
-                tasks.append(self._start(message, reply=False))
-        for result in await asyncio.gather(*tasks, return_exceptions=True):
-            if isinstance(result, dict):
-                responses.append(result)
         if responses:
             await self.writer.write(responses)
 
+    async def _run_batched(self, request: jsonrpc.Request) -> dict[str, Any] | None:
+        if request.id in self.running:
+            err = ProtocolError(jsonrpc.INVALID_REQUEST, f"Request id {request.id!r} is already in flight")
+            return jsonrpc.error_message(request.id, err)
+        task = self._start(request, reply=False)
+        await asyncio.wait({task})  # a request the client cancels answers nothing; the batch goes on
+        return task.result() if not task.cancelled() and task.exception() is None else None
+
     # -- notifications and responses from the client ----------------------------------
     async def _absorb(self, message: jsonrpc.Notification | jsonrpc.Response) -> None:
-        if isinstance(message, jsonrpc.Response):
-            if self.session is not None:
-                await engine.deliver_response(self.session.id, message)
-            return
         if self.era == MODERN:
             revision = STATELESS_REVISIONS[-1]
         else:
             revision = self.session.revision if self.session else LATEST_HANDSHAKE
-        if not validate_notification(message.method, revision, message.params):
-            return
-        if message.method == "notifications/cancelled":
-            await self.cancel((message.params or {}).get("requestId"))
-        elif message.method == "notifications/initialized" and self.session and not self.session.initialized:
-            self.session.initialized = True
-            await store.update(self.session, initialized=True)
+        await dispatch.absorb(message, self.session, revision, self.cancel)
 
     async def cancel(self, request_id: Any) -> None:
         """Cancel a running request: its task stops and nothing more is sent for it."""

@@ -1,0 +1,68 @@
+"""The wire definitions of representative tools and prompts, pinned (inputSchema, outputSchema, descriptions).
+
+Function tools (tests/testapp, tests/drfapp), DRF views and viewset actions, plain view tools and
+the extra declarations of ``tests/pinned_tools.py``. Regenerate ``tests/pinned_schemas.json`` with
+``MCP_PIN_WRITE=1`` only for an intended change of the wire form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SNAPSHOT = Path(__file__).with_name("pinned_schemas.json")
+
+
+def _current() -> dict[str, Any]:
+    from django_mcp import site
+    from tests.pinned_tools import server
+
+    out: dict[str, Any] = {}
+    for prefix, srv in (("site", site), ("pinned", server)):
+        for name, tool in srv.tools.items():
+            out[f"{prefix}/tool/{name}"] = tool.definition()
+        for name, prompt in srv.prompts.items():
+            out[f"{prefix}/prompt/{name}"] = prompt.definition()
+    return json.loads(json.dumps(out, default=str))  # type: ignore[no-any-return]
+
+
+def test_definitions_are_pinned() -> None:
+    current = _current()
+    if os.environ.get("MCP_PIN_WRITE") == "1":
+        SNAPSHOT.write_text(json.dumps(current, indent=1, ensure_ascii=False) + "\n")
+        pytest.skip("snapshot written")
+    pinned = json.loads(SNAPSHOT.read_text())
+    # Only what was pinned: tools other tests add later do not break this test.
+    for key, definition in pinned.items():
+        assert key in current, key
+        assert json.dumps(current[key]) == json.dumps(definition), key  # key order too (properties)
+
+
+def test_argument_parsing_is_pinned() -> None:
+    """What the handlers receive: defaults filled in, DRF's unsent optionals marked, extras refused."""
+    import pydantic
+
+    from django_mcp import site
+    from django_mcp.contrib.drf import UNSET
+    from tests.pinned_tools import server
+
+    assert site.tools["add"].parse_arguments({"a": 1, "b": "2"}) == {"a": 1, "b": 2}
+    assert site.tools["count"].parse_arguments(None) == {"steps": 3}
+    assert site.tools["item_partial_update"].parse_arguments({"pk": 3}) == {
+        "pk": 3,
+        "name": UNSET,
+        "quantity": UNSET,
+        "note": UNSET,
+    }
+    assert site.tools["item_label"].parse_arguments({"pk": "4"}) == {"pk": 4, "upper": False}
+    got = server.tools["filtered_view"].parse_arguments({"shelf": 2, "code": "x"})
+    assert got == {"shelf": 2, "code": "x", "query": "", "limit": 10, "tags": [], "since": None}
+    assert server.tools["async_view"].parse_arguments({"note": "n"}) == {"note": "n", "count": 2}
+    for tool, bad in ((site.tools["add"], {"a": 1, "b": 2, "c": 3}), (site.tools["item_retrieve"], {})):
+        with pytest.raises(pydantic.ValidationError):
+            tool.parse_arguments(bad)
+    assert site.tools["count"].ctx_param == "ctx" and site.tools["add"].ctx_param is None
