@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,12 +88,18 @@ class LiveServer:
         return out.stdout
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
+
+
+def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
+    """End a process this test started: SIGTERM, then SIGKILL after ``grace`` seconds, and reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
 
 def fresh_pg_database(suffix: str) -> str:
