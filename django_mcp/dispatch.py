@@ -18,7 +18,7 @@ from typing import Any
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from .conf import mcp_settings
-from .engine import UNSET, engine, negotiate_initialize
+from .engine import UNSET, Outlet, engine, negotiate_initialize
 from .protocol import headers, jsonrpc
 from .protocol.jsonrpc import ProtocolError
 from .protocol.validation import validate_notification, validate_request
@@ -68,6 +68,29 @@ class Caller:
     auth: Any = None
     client_id: str = ""
     locale: str | None = None
+
+
+async def handle(
+    server: MCPServer,
+    request: jsonrpc.Request,
+    revision: str,
+    session: SessionState | None,
+    caller: Caller,
+    outlet: Outlet | None = None,
+    target: Any = UNSET,
+) -> dict[str, Any] | None:
+    """Run one request for ``caller`` through the engine; the response, or None if cancelled."""
+    return await engine.handle_request(
+        server,
+        request,
+        revision,
+        session,
+        caller.user,
+        outlet,
+        locale=caller.locale,
+        auth=caller.auth,
+        target=target,
+    )
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -289,6 +312,7 @@ __all__ = [
     "batch",
     "classify",
     "find_session",
+    "handle",
     "has_envelope",
     "has_request",
     "initialize",

@@ -167,6 +167,10 @@ class Hub:
                 continue
             self._deliver(message.get("group", ""), message.get("payload", {}))
 
+    def deliver_local(self, group: str, payload: dict[str, Any]) -> None:
+        """Hand ``payload`` to this process's listeners of ``group`` only (no channel layer)."""
+        self._deliver(group, payload)
+
     def _deliver(self, group: str, payload: dict[str, Any]) -> None:
         for listener in list(self._listeners.get(group, ())):
             try:

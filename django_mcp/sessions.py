@@ -131,7 +131,7 @@ class SessionStore:
                 self._local.pop(ended, None)
                 group = session_group(ended)
                 if hub.has_local(group):  # its GET stream (or a resumed one) is open here: end it
-                    hub._deliver(group, {"kind": "session_ended", "session": ended})
+                    hub.deliver_local(group, {"kind": "session_ended", "session": ended})
         elif kind == "session_changed":
             state = self._local.get(sid)
             if state is not None:

@@ -32,7 +32,6 @@ from . import dispatch
 from .auth.challenge import Challenge
 from .conf import mcp_settings
 from .dispatch import Caller, Rejected
-from .engine import engine
 from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
 from .protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
@@ -214,18 +213,8 @@ class _Exchange:
         if target is dispatch.UNSET:
             target = self.server.target(request.method, request.params or {})
         checks.check_scopes(self.scope, self.server, request, target)
-        caller = self.caller()
-        return await engine.handle_request(
-            self.server,
-            request,
-            revision or (session.revision if session else ALL_REVISIONS[-1]),
-            session,
-            caller.user,
-            outlet,
-            locale=caller.locale,
-            auth=caller.auth,
-            target=target,
-        )
+        rev = revision or (session.revision if session else ALL_REVISIONS[-1])
+        return await dispatch.handle(self.server, request, rev, session, self.caller(), outlet, target)
 
     # -- DELETE ---------------------------------------------------------------------------------
     async def delete(self) -> HttpResponse:

@@ -7,7 +7,8 @@
 
 The demo server asks for OAuth. `--oauth` runs the whole flow the way a desktop host does: the SDK
 discovers the authorization server from the 401, registers itself (RFC 7591), opens your browser on
-the consent page (sign in as reader / library-demo) and receives the code on a loopback callback.
+the consent page (sign in as reader / library-demo) and receives the code on a loopback callback
+(a free port each run, or `--callback-port N` for a fixed redirect URI).
 Or pass a token made by `manage.py mcp_token` in DJANGO_MCP_TOKEN (make demo prints one).
 
 It searches, reads a book, lends it (answering the server's elicitation for the borrower's name),
@@ -73,12 +74,14 @@ class MemoryStorage:
         self.client = client_info
 
 
-def oauth_provider(url: str, port: int = 33418) -> Any:
-    """The official SDK's OAuthClientProvider, with the browser and a one-shot loopback callback server."""
+def oauth_provider(url: str, port: int = 0) -> Any:
+    """The official SDK's OAuthClientProvider, with the browser and a one-shot loopback callback server.
+
+    ``port`` 0 takes a free port: the client registers itself with that redirect URI on each run.
+    """
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
-    redirect_uri = f"http://127.0.0.1:{port}/callback"
     received: dict[str, list[str]] = {}
 
     class Callback(BaseHTTPRequestHandler):
@@ -93,6 +96,7 @@ def oauth_provider(url: str, port: int = 33418) -> Any:
             pass
 
     httpd = HTTPServer(("127.0.0.1", port), Callback)  # listening before the browser is sent anywhere
+    redirect_uri = f"http://127.0.0.1:{httpd.server_address[1]}/callback"
 
     async def open_browser(authorization_url: str) -> None:
         print(f"\nOpening the consent page (sign in as reader / library-demo):\n  {authorization_url}\n")
@@ -120,7 +124,7 @@ def oauth_provider(url: str, port: int = 33418) -> Any:
     )
 
 
-async def main(url: str, mode: str, sse: bool, oauth: bool) -> None:
+async def main(url: str, mode: str, sse: bool, oauth: bool, callback_port: int = 0) -> None:
     import httpx2
 
     token = os.environ.get("DJANGO_MCP_TOKEN")
@@ -128,7 +132,9 @@ async def main(url: str, mode: str, sse: bool, oauth: bool) -> None:
     if sse:
         target: Any = sse_client(url.rstrip("/") + "/sse/", headers=headers)
     else:
-        http = httpx2.AsyncClient(headers=headers, auth=oauth_provider(url) if oauth else None, timeout=60)
+        http = httpx2.AsyncClient(
+            headers=headers, auth=oauth_provider(url, callback_port) if oauth else None, timeout=60
+        )
         target = streamable_http_client(url, http_client=http)
     async with Client(
         target,
@@ -182,5 +188,11 @@ if __name__ == "__main__":
     parser.add_argument("--mode", choices=["auto", "legacy", "2026-07-28"], default="auto")
     parser.add_argument("--sse", action="store_true", help="use the legacy HTTP+SSE transport at <url>sse/")
     parser.add_argument("--oauth", action="store_true", help="sign in through the browser (OAuth 2.1 + PKCE)")
+    parser.add_argument(
+        "--callback-port",
+        type=int,
+        default=0,
+        help="with --oauth: the loopback port of the redirect URI (default: a free one)",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.url, args.mode, args.sse, args.oauth)
+    anyio.run(main, args.url, args.mode, args.sse, args.oauth, args.callback_port)

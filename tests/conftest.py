@@ -9,14 +9,17 @@ the tests that need them skip, except under ``CI=true``, where that fails.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,12 +90,18 @@ class LiveServer:
         return out.stdout
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
+
+
+def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
+    """End a process this test started: SIGTERM, then SIGKILL after ``grace`` seconds, and reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
 
 def fresh_pg_database(suffix: str) -> str:
@@ -134,6 +143,36 @@ def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **ext
     return env
 
 
+#: Migrated SQLite databases of this test run, by the settings and environment they were made with.
+_MIGRATED: dict[tuple[str, ...], Path] = {}
+
+
+def migrate_database(env: dict[str, str], cwd: Path = ROOT) -> None:
+    """``manage.py migrate`` for a live server; on SQLite, a copy of an identical earlier run's result.
+
+    Migrating takes ~5 s a server; most servers of a run share their settings. The copy is made
+    only where the migration wrote the ``MCP_SQLITE`` file itself (its settings read it) and the
+    server's own file does not exist yet; anything else migrates as usual.
+    """
+    target = Path(env["MCP_SQLITE"]) if env.get("MCP_TEST_DB") == "sqlite" and env.get("MCP_SQLITE") else None
+    key = (
+        str(cwd),
+        *sorted(f"{k}={v}" for k, v in env.items() if k.startswith(("MCP_", "DJANGO_")) and k != "MCP_SQLITE"),
+    )
+    template = _MIGRATED.get(key)
+    if target is not None and template is not None and not target.exists():
+        shutil.copyfile(template, target)
+        return
+    fresh = target is not None and not target.exists()
+    subprocess.run(
+        [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=cwd, check=True, timeout=120
+    )
+    if fresh and target is not None and target.exists():
+        template = Path(tempfile.mkdtemp(prefix="mcp-migrated-")) / "db.sqlite3"
+        shutil.copyfile(target, template)
+        _MIGRATED[key] = template
+
+
 def start_server(
     env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application", cwd: Path = ROOT
 ) -> LiveServer:
@@ -142,9 +181,7 @@ def start_server(
     if env["MCP_TEST_LAYER"] == "redis":
         need_service("Redis", 6379)
     if migrate:
-        subprocess.run(
-            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=cwd, check=True, timeout=120
-        )
+        migrate_database(env, cwd)
     port = free_port()
     handle = log.open("wb")
     process = subprocess.Popen(

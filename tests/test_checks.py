@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 from django.test import override_settings
 
-from django_mcp.checks import check_settings
+from django_mcp import MCPServer
+from django_mcp.checks import check_runserver, check_settings, check_tools, tool_warnings
+from django_mcp.conf import DEFAULTS, SETTINGS, DjangoMCPSettings, MCPSettings
+from tests.conftest import ROOT, server_env
 
 
 def ids(**overrides: Any) -> set[str]:
     with override_settings(**overrides):
         return {e.id for e in check_settings()}
+
+
+def messages(**overrides: Any) -> list[Any]:
+    with override_settings(**overrides):
+        return list(check_settings())
 
 
 def test_clean_settings_pass() -> None:
@@ -24,6 +36,16 @@ def test_e001_not_a_dict() -> None:
 
 def test_e002_unknown_key() -> None:
     assert "django_mcp.E002" in ids(DJANGO_MCP={"SERVER_NAM": "typo"})
+
+
+def test_e002_hint_suggests_the_closest_key() -> None:
+    (error,) = messages(DJANGO_MCP={"SERVERNAME": "typo"})
+    assert error.id == "django_mcp.E002" and "'SERVERNAME'" in error.msg
+    assert "Did you mean 'SERVER_NAME'?" in error.hint
+    (error,) = messages(DJANGO_MCP={"page_size": 10})
+    assert "Did you mean 'PAGE_SIZE'?" in error.hint
+    (error,) = messages(DJANGO_MCP={"ZZZ": 1})
+    assert "Did you mean" not in error.hint and "docs/settings.md" in error.hint
 
 
 def test_e003_channels_missing() -> None:
@@ -59,3 +81,242 @@ def test_e008_unknown_event_cache() -> None:
 
 def test_w001_no_channel_layer() -> None:
     assert "django_mcp.W001" in ids(CHANNEL_LAYERS={})
+
+
+# -- Typed settings: every key has a check id; a wrong type or value is an error with a hint ---------
+
+#: Per key, values its check refuses: a wrong type first, then (where the type has one) a wrong value.
+BAD: dict[str, list[Any]] = {
+    "SERVER_NAME": [5, ""],
+    "SERVER_TITLE": [5],
+    "SERVER_VERSION": [1.0],
+    "INSTRUCTIONS": [["use the tools"]],
+    "ENDPOINT": [None, "mcp/", "/", "/mcp/?x=1", "https://example.com/mcp/"],
+    "AUTH": [True, "maybe", "OAuth"],
+    "ALLOWED_ORIGINS": ["https://app.example.com", ["https://app.example.com/"], ["app.example.com"], [5]],
+    "MAX_BODY_SIZE": ["4096", True, 0, -1],
+    "SESSION_IDLE_TIMEOUT": ["60", 0, -5],
+    "SESSION_REVALIDATE_INTERVAL": [None, -1],
+    "PAGE_SIZE": [10.0, 0],
+    "CLIENT_REQUEST_TIMEOUT": [None, 0],
+    "SSE_KEEPALIVE": ["15", 0],
+    "SSE_RETRY_MS": [1.5, -1],
+    "EVENT_STORE_CACHE": [None, "", "nope"],
+    "EVENT_STORE_MAX_EVENTS": ["500", 0],
+    "EVENT_STORE_TTL": [None, 0],
+    "CHANNEL_LAYER": [["default"], ""],
+    "CACHE_TTL_MS": [1.5, -1],
+    "CACHE_SCOPE": [None, "shared"],
+    "REQUEST_STATE_MAX_AGE": [900.0, 0],
+    "EXCEPTION_HANDLER": [5, "tests.no_such_module.handler", "django_mcp.conf.nothing", "django_mcp.conf.DEFAULTS"],
+    "VALIDATE_RESULTS": ["yes", 1],
+    "ATOMIC_TOOL_CALLS": [None, 0],
+    "RESOURCE_MAX_BLOB_SIZE": ["1MB", -1],
+    "SCOPES": [["mcp"], {"two words": "bad"}, {"": "empty"}, {"mcp": 5}],
+    "ALLOW_ANONYMOUS_REGISTRATION": ["False"],
+    "REQUIRE_AUDIENCE": [None],
+    "MAX_BATCH_SIZE": ["100", 0],
+    "SHUTDOWN_GRACE": ["20", -1],
+    "SESSION_CACHE_SIZE": [1e4, 0],
+    "SESSION_CACHE_MAX_AGE": [None, 0],
+    "SESSION_RETENTION": ["1d", -1],
+    "HEALTH_TIMEOUT": [None, 0],
+    "SYNC_WORKERS": [12.0, 0],
+    "SYNC_QUEUE_TIMEOUT": [None, -1],
+    "SYNC_BOOKKEEPING_WORKERS": ["4", 0],
+    "UNAVAILABLE_RETRY_AFTER": [2.5, -1],
+    "ACCEPTED_AUDIENCES": ["https://mcp.example.com/mcp/", ["mcp.example.com"], ["https://x.example/#frag"]],
+    "REGISTRATION_MAX_BODY_SIZE": ["16k", 0],
+    "REGISTRATION_MAX_REDIRECT_URIS": [None, 0],
+    "REGISTRATION_MAX_URI_LENGTH": [2048.0, 0],
+    "REGISTRATION_MAX_EXTRA_METADATA": ["4096", -1],
+    "REGISTRATION_RATE_LIMIT": ["20/3600", [20], [20, 0], [20, "3600"], [True, 60]],
+    "REGISTRATION_RATE_CACHE": [5, "", "nope"],
+    "EVENT_STORE_SESSION_MAX_EVENTS": [None, 0],
+    "EVENT_STORE_BROADCAST_MAX_EVENTS": ["1000", 0],
+    "WRITER_LEASE_TTL": [None, 0],
+    "MAX_STREAMS": [1000.0, 0],
+    "LAYER_REFRESH_INTERVAL": ["60", 0],
+}
+
+#: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).
+GOOD: dict[str, list[Any]] = {
+    "SERVER_TITLE": ["Library"],
+    "ENDPOINT": ["/api/mcp/", "/mcp"],
+    "ALLOWED_ORIGINS": [["https://app.example.com", "http://127.0.0.1:8000", "*"], ("https://a.example",)],
+    "SESSION_IDLE_TIMEOUT": [1.5],
+    "SESSION_REVALIDATE_INTERVAL": [0, 0.2],
+    "SSE_KEEPALIVE": [0.5],
+    "CACHE_SCOPE": ["public"],
+    "EXCEPTION_HANDLER": [lambda exc, *, tool: None, "django_mcp.exceptions.exception_handler"],
+    "SCOPES": [{"mcp": "Connect", "books:read": "Read books"}],
+    "SHUTDOWN_GRACE": [0],
+    "ACCEPTED_AUDIENCES": [["https://mcp.example.com/mcp/"], ("https://other.example/mcp",)],
+    "REGISTRATION_RATE_LIMIT": [None, (5, 60), [10000, 3600]],
+}
+
+CASES = [(key, value) for key, values in BAD.items() for value in values]
+
+
+def test_every_setting_is_typed_and_checked() -> None:
+    """DEFAULTS, the check table, the TypedDict and mcp_settings' annotations name the same keys."""
+    assert list(SETTINGS) == list(DEFAULTS)
+    assert set(DjangoMCPSettings.__annotations__) == set(DEFAULTS)
+    assert set(MCPSettings.__annotations__) == set(DEFAULTS)
+    assert set(BAD) == set(DEFAULTS), "every key needs a refused value in BAD"
+
+
+def test_new_ids_are_unique_per_key() -> None:
+    """One id per key, except E007 (MAX_BODY_SIZE and MAX_BATCH_SIZE, as before)."""
+    owners: dict[str, list[str]] = {}
+    for key, spec in SETTINGS.items():
+        owners.setdefault(spec.id, []).append(key)
+    shared = {i: keys for i, keys in owners.items() if len(keys) > 1}
+    assert shared == {"django_mcp.E007": ["MAX_BODY_SIZE", "MAX_BATCH_SIZE"]}
+
+
+def test_defaults_pass() -> None:
+    assert ids(DJANGO_MCP=dict(DEFAULTS)) == set()
+
+
+@pytest.mark.parametrize(("key", "value"), [(k, v) for k, values in GOOD.items() for v in values])
+def test_accepted_values(key: str, value: Any) -> None:
+    assert SETTINGS[key].id not in ids(DJANGO_MCP={key: value})
+
+
+@pytest.mark.parametrize(("key", "value"), CASES, ids=[f"{k}={v!r}" for k, v in CASES])
+def test_wrong_type_or_value_is_an_error_with_a_hint(key: str, value: Any) -> None:
+    """One test per setting id (E006-E008, E033, E101-E145): the id, the key, the expected type, the default."""
+    found = [e for e in messages(DJANGO_MCP={key: value}) if e.id == SETTINGS[key].id]
+    assert len(found) == 1, found
+    (error,) = found
+    assert error.level == 40  # ERROR
+    assert f"DJANGO_MCP[{key!r}]" in error.msg
+    assert SETTINGS[key].expected in error.hint and f"the default is {DEFAULTS[key]!r}" in error.hint
+
+
+def test_e119_import_error_is_in_the_message() -> None:
+    (error,) = messages(DJANGO_MCP={"EXCEPTION_HANDLER": "tests.no_such_module.handler"})
+    assert error.id == "django_mcp.E119" and "cannot be imported" in error.msg and "no_such_module" in error.msg
+    (error,) = messages(DJANGO_MCP={"EXCEPTION_HANDLER": "django_mcp.conf.DEFAULTS"})
+    assert "not callable" in error.msg
+
+
+def test_wrong_alias_type_skips_the_alias_checks() -> None:
+    """An unhashable alias is one error (its type), not a crash in the W001 / E008 lookups."""
+    assert ids(DJANGO_MCP={"CHANNEL_LAYER": ["default"]}) == {"django_mcp.E115"}
+    assert ids(DJANGO_MCP={"EVENT_STORE_CACHE": ["default"]}) == {"django_mcp.E008"}
+    assert ids(DJANGO_MCP={"ENDPOINT": 5}) == {"django_mcp.E105"}
+
+
+def test_e140_unknown_registration_cache() -> None:
+    (error,) = messages(DJANGO_MCP={"REGISTRATION_RATE_CACHE": "nope"})
+    assert error.id == "django_mcp.E140" and "'nope'" in error.msg and "CACHES has 'default'" in error.hint
+
+
+# -- W003: manage.py runserver must be daphne's (DEBUG on, ASGI_APPLICATION set) -------------------------
+
+
+def runserver_ids(**overrides: Any) -> set[str]:
+    with override_settings(**overrides):
+        return {e.id for e in check_runserver()}
+
+
+def test_w003_daphne_missing() -> None:
+    from django.conf import settings
+
+    without = [a for a in settings.INSTALLED_APPS if a != "daphne"]
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without) == {"django_mcp.W003"}
+    with override_settings(DEBUG=True, INSTALLED_APPS=without):
+        (warning,) = check_runserver()
+    assert "'/mcp/' answers 404" in warning.msg and "Django's WSGI server" in warning.msg
+    assert 'Put "daphne" first in INSTALLED_APPS' in warning.hint
+
+
+def test_w003_daphne_after_staticfiles() -> None:
+    """staticfiles' runserver (WSGI) wins over daphne's when it comes first."""
+    from django.conf import settings
+
+    without = [a for a in settings.INSTALLED_APPS if a != "daphne"]
+    late = ["django.contrib.staticfiles", "daphne", *without]
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=late) == {"django_mcp.W003"}
+    early = ["daphne", "django.contrib.staticfiles", *without]
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=early) == set()
+
+
+def test_w003_quiet_outside_development_or_without_asgi() -> None:
+    from django.conf import settings
+
+    without = [a for a in settings.INSTALLED_APPS if a != "daphne"]
+    assert runserver_ids(DEBUG=True) == set(), "the test project lists daphne first"
+    assert runserver_ids(DEBUG=False, INSTALLED_APPS=without) == set(), "a deployment runs an ASGI server"
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ASGI_APPLICATION=None) == set(), "stdio only (W002)"
+
+
+# -- W004: every tool has a title and says whether it is read-only or destructive ---------------------------
+
+
+def test_w004_tool_without_title_or_hints() -> None:
+    server = MCPServer("w004")
+
+    @server.tool
+    def bare() -> None: ...
+
+    @server.tool(title="Titled")
+    def titled_only() -> None: ...
+
+    @server.tool(annotations={"destructiveHint": True})
+    def hinted_only() -> None: ...
+
+    @server.tool(title="Reads", annotations={"readOnlyHint": True})
+    def reads() -> None: ...
+
+    @server.tool(annotations={"title": "Deletes", "readOnlyHint": False, "destructiveHint": True})
+    def deletes() -> None: ...
+
+    found = {w.msg.split("'")[1]: w for w in tool_warnings(server)}
+    assert set(found) == {"bare", "titled_only", "hinted_only"}
+    assert all(w.id == "django_mcp.W004" and w.level == 30 for w in found.values())
+    assert "no title and no readOnlyHint or destructiveHint" in found["bare"].msg
+    assert "no title" not in found["titled_only"].msg and "no title" in found["hinted_only"].msg
+    assert '@site.tool(title="Bare", annotations={"readOnlyHint": True})' in found["bare"].hint
+    assert found["bare"].obj == "MCP server 'w004'"
+
+
+def test_w004_runs_on_the_site_after_autodiscovery() -> None:
+    """tests/testapp/mcp.py's bare tools are reported (autodiscovered); its described ``add`` is not."""
+    names = {w.msg.split("'")[1] for w in check_tools()}
+    assert {"echo", "square"} <= names and "add" not in names
+
+
+def test_w004_servers_mounted_by_asgi_application() -> None:
+    with override_settings(ASGI_APPLICATION="tests.asgi_two_servers.application"):
+        warnings = check_tools()
+    other = [w for w in warnings if w.obj == "MCP server 'other-server'"]
+    assert [w.msg.split("'")[1] for w in other] == ["other_tool"]
+
+
+# -- manage.py check, end to end ---------------------------------------------------------------------------
+
+
+def manage_check(tmp_path: Path, settings: str) -> subprocess.CompletedProcess[str]:
+    env = server_env(tmp_path, settings=settings)
+    return subprocess.run(
+        [sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_manage_check_reports_the_new_ids(tmp_path: Path) -> None:
+    out = manage_check(tmp_path, "tests.misconfigured_settings")
+    assert out.returncode != 0, out.stdout + out.stderr
+    for check_id in ("E002", "E106", "E109", "E117", "E119", "E035", "W003", "W004"):
+        assert f"(django_mcp.{check_id})" in out.stderr, (check_id, out.stderr)
+    assert "Did you mean 'SERVER_NAME'?" in out.stderr
+    assert "HINT: PAGE_SIZE must be a positive int; the default is 100." in out.stderr
+
+
+def test_manage_check_on_the_test_project_warns_only(tmp_path: Path) -> None:
+    """The test project's bare tools are warnings (W004), never errors."""
+    out = manage_check(tmp_path, "tests.settings")
+    assert out.returncode == 0, out.stderr
+    assert "(django_mcp.W004)" in out.stderr and "(django_mcp.E" not in out.stderr

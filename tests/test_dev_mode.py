@@ -20,7 +20,7 @@ import pytest
 from django.test import override_settings
 
 from django_mcp.checks import check_development_mode
-from tests.conftest import ROOT, _reachable, free_port, server_env
+from tests.conftest import ROOT, _reachable, free_port, migrate_database, server_env
 
 ACCEPT = "application/json, text/event-stream"
 INIT = {
@@ -72,7 +72,7 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """tests.asgi on 0.0.0.0, so it can be reached through loopback and through another interface."""
     tmp = tmp_path_factory.mktemp("devmode")
     env = server_env(tmp)
-    subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
+    migrate_database(env)
     port = free_port()
     log = (tmp / "daphne.log").open("wb")
     proc = subprocess.Popen(

@@ -480,3 +480,30 @@ def test_declaration_errors_are_improperly_configured() -> None:
         cls = type("Bad", (ModelResource,), {"model": Shelf, **attrs})
         with pytest.raises(ImproperlyConfigured):
             MCPServer("other").register(cls)
+
+
+# -- related URIs are references -----------------------------------------------------------------
+
+DAVE = """
+from django.contrib.auth.models import Permission, User
+from tests.modelapp.models import Document, Shelf
+dave = User.objects.create_user("dave")
+dave.user_permissions.set(Permission.objects.filter(content_type__app_label="modelapp", codename="view_document"))
+print(Document.objects.create(title="Dave's page", shelf=Shelf.objects.order_by("pk")[0], owner=dave).pk)
+"""
+DAVE_DOC: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_related_uri_is_a_reference_checked_on_its_own_read(live: Any, mode: str) -> None:
+    """docs/models.md: a foreign key is linked whatever the caller may read; reading the link is checked
+    on its own. Dave reads his document but no shelf; Bob (view_shelf) reads the same shelf URI."""
+    if "doc" not in DAVE_DOC:  # once per module (the test runs in both eras)
+        DAVE_DOC["doc"] = int(live[0].manage("shell", "-c", DAVE).splitlines()[-1])
+    async with connect(live, mode, "dave") as dave, connect(live, mode, "bob") as bob:
+        data = json.loads((await dave.read_resource(doc(DAVE_DOC["doc"]))).contents[0].text)  # type: ignore[union-attr]
+        shelf = data["shelf"]
+        assert shelf.startswith("django://modelapp/shelf/")  # linked, though Dave may not read shelves
+        err = await read_error(dave, shelf)
+        assert err.error.message == f"Resource not found: {shelf}"
+        assert json.loads((await bob.read_resource(shelf)).contents[0].text)["name"] == "Shelf 000"  # type: ignore[union-attr]

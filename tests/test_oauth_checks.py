@@ -1,4 +1,4 @@
-"""The OAuth system checks (django_mcp.E030-E034, W030-W031), one test per id."""
+"""The OAuth system checks (django_mcp.E030-E036, W030-W031), one test per id."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from django.test import override_settings
 
 from django_mcp.auth import REQUIRED, oauth2_provider_settings
-from django_mcp.auth.checks import check_oauth
+from django_mcp.auth.checks import check_login, check_oauth
+from django_mcp.checks import check_settings
 from tests.oauth import settings as oauth_settings
 
 OAUTH = {"AUTH": "oauth"}
@@ -53,8 +54,11 @@ def test_e032_private_use_redirect_schemes() -> None:
 
 
 def test_e033_malformed_scopes_setting() -> None:
-    assert ids(DJANGO_MCP={**OAUTH, "SCOPES": {"two words": "bad"}}) == ["django_mcp.E033"]
-    assert ids(DJANGO_MCP={**OAUTH, "SCOPES": ["mcp"]}) == ["django_mcp.E033"]
+    """Checked with every other setting (django_mcp.checks.check_settings), once, not by check_oauth."""
+    for scopes in ({"two words": "bad"}, ["mcp"]):
+        assert ids(DJANGO_MCP={**OAUTH, "SCOPES": scopes}) == []
+        with override_settings(DJANGO_MCP={**OAUTH, "SCOPES": scopes}):
+            assert [e.id for e in check_settings()] == ["django_mcp.E033"]
 
 
 def test_e034_urls_not_included() -> None:
@@ -68,3 +72,63 @@ def test_w030_foreign_scopes_backend() -> None:
 def test_w031_foreign_validator() -> None:
     validator = "oauth2_provider.oauth2_validators.OAuth2Validator"
     assert ids(dot={"OAUTH2_VALIDATOR_CLASS": validator}) == ["django_mcp.W031"]
+
+
+# -- The login page the consent step sends signed-out users to (E035, E036; tag "urls") ---------------
+
+#: No tests/oauth/templates/registration/login.html (found both as a DIRS entry and as tests.oauth's app directory).
+NO_DIRS = [{**oauth_settings.TEMPLATES[0], "DIRS": [], "APP_DIRS": False}]
+
+
+def login_ids(**overrides: Any) -> list[str]:
+    base: dict[str, Any] = {
+        "INSTALLED_APPS": oauth_settings.INSTALLED_APPS,
+        "ROOT_URLCONF": "tests.oauth.urls",
+        "DJANGO_MCP": OAUTH,
+        "LOGIN_URL": "/accounts/login/",
+        "TEMPLATES": oauth_settings.TEMPLATES,
+    }
+    with override_settings(**{**base, **overrides}):
+        return [e.id for e in check_login()]
+
+
+def test_login_check_is_a_urls_check() -> None:
+    from django.core.checks import registry
+
+    assert check_login in registry.registry.get_checks() and "urls" in check_login.tags  # type: ignore[attr-defined]
+
+
+def test_login_page_found() -> None:
+    assert login_ids() == []
+    assert login_ids(LOGIN_URL="login") == [], "a URL name is reversed"
+    assert login_ids(LOGIN_URL="/accounts/login/?next=/") == []
+    assert login_ids(LOGIN_URL="https://sso.example.com/login") == [], "a login page on another site is not checked"
+    assert login_ids(DJANGO_MCP={"AUTH": "none"}, LOGIN_URL="/nowhere/") == [], "only with OAuth"
+
+
+def test_e035_login_url_does_not_resolve() -> None:
+    assert login_ids(LOGIN_URL="/nowhere/") == ["django_mcp.E035"]
+    assert login_ids(LOGIN_URL="no-such-url-name") == ["django_mcp.E035"]
+    assert login_ids(LOGIN_URL="accounts/login/") == ["django_mcp.E035"], "a relative URL"
+    # Django's default LOGIN_URL ("/accounts/login/") in a project that routes no login page.
+    assert login_ids(ROOT_URLCONF="tests.oauth_login_missing_urls") == ["django_mcp.E035"]
+
+
+def test_e035_hint_shows_the_route() -> None:
+    with override_settings(DJANGO_MCP=OAUTH, ROOT_URLCONF="tests.oauth.urls", LOGIN_URL="/nowhere/"):
+        (error,) = check_login()
+    assert "'/nowhere/'" in error.msg and "LoginView.as_view()" in error.hint
+
+
+def test_e036_login_template_missing() -> None:
+    with override_settings(
+        INSTALLED_APPS=oauth_settings.INSTALLED_APPS,
+        DJANGO_MCP=OAUTH,
+        ROOT_URLCONF="tests.oauth.urls",
+        LOGIN_URL="/accounts/login/",
+        TEMPLATES=NO_DIRS,
+    ):
+        (error,) = check_login()
+    assert error.id == "django_mcp.E036"
+    assert "TemplateDoesNotExist: registration/login.html" in error.msg and "templates/registration" in error.hint
+    assert login_ids(LOGIN_URL="login", TEMPLATES=NO_DIRS) == ["django_mcp.E036"]

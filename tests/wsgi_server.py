@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import ROOT, LiveServer, _reachable, free_port
+from tests.conftest import ROOT, LiveServer, _reachable, free_port, migrate_database
 
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 
@@ -26,9 +26,7 @@ def start_wsgi_server(
 ) -> LiveServer:
     """gunicorn with ``workers`` sync workers on a free loopback port (uvicorn when ``asgi``)."""
     if migrate:
-        subprocess.run(
-            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True, timeout=120
-        )
+        migrate_database(env)
     port = free_port()
     if asgi:
         command = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", app]

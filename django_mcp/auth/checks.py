@@ -1,6 +1,6 @@
 """System checks for ``AUTH = "oauth"``: every django-oauth-toolkit setting that contradicts MCP.
 
-Ids ``django_mcp.E030``-``E035`` and ``W030``-``W031``, each listed in docs/checks.md.
+Ids ``django_mcp.E030``-``E036`` and ``W030``-``W031``, each listed in docs/checks.md.
 They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``.
 """
 
@@ -71,15 +71,7 @@ def check_oauth(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.W031",
             )
         )
-    if not isinstance(mcp_settings.SCOPES, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and k and " " not in k for k, v in mcp_settings.SCOPES.items()
-    ):
-        errors.append(
-            Error(
-                "DJANGO_MCP['SCOPES'] must map scope names (no spaces) to descriptions.",
-                id="django_mcp.E033",
-            )
-        )
+    # DJANGO_MCP["SCOPES"] (E033) is checked with every other setting, by django_mcp.checks.check_settings.
     errors.extend(_check_urls())
     return errors
 
@@ -100,5 +92,90 @@ def _check_urls() -> list[Any]:
             f"The OAuth URLs are not routed (no {', '.join(missing)}): clients cannot discover or authorize.",
             hint='Add path("", include("django_mcp.urls")) to ROOT_URLCONF (at the root: well-known URLs must be).',
             id="django_mcp.E034",
+        )
+    ]
+
+
+@register(Tags.urls)
+def check_login(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E035``/``E036``: the page the consent step redirects anonymous users to must exist.
+
+    django-oauth-toolkit's authorization view sends a signed-out user to ``settings.LOGIN_URL``.
+    When that resolves to nothing the first sign-in is a 404; when it is Django's ``LoginView``
+    without its template, a 500 (``TemplateDoesNotExist: registration/login.html``). A LOGIN_URL on
+    another host (single sign-on), or a view of your own, is not checked further.
+    """
+    if mcp_settings.AUTH != "oauth" or "oauth2_provider" not in settings.INSTALLED_APPS:
+        return []
+    from urllib.parse import urlsplit
+
+    from django.shortcuts import resolve_url
+    from django.urls import NoReverseMatch, Resolver404, resolve
+
+    login_url = settings.LOGIN_URL
+    route_hint = (
+        'Route it: path("accounts/login/", django.contrib.auth.views.LoginView.as_view(), name="login") '
+        '(or path("accounts/", include("django.contrib.auth.urls"))), or set LOGIN_URL to your own login page.'
+    )
+    try:
+        url = str(resolve_url(login_url))
+    except NoReverseMatch:
+        return [
+            Error(
+                f"LOGIN_URL {login_url!r} is neither a path nor the name of a URL in ROOT_URLCONF: "
+                "the first OAuth sign-in cannot reach a login page.",
+                hint=route_hint,
+                id="django_mcp.E035",
+            )
+        ]
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc:
+        return []  # a login page on another site: nothing to resolve here
+    path = parts.path
+    prefix = getattr(settings, "FORCE_SCRIPT_NAME", None)
+    if prefix and path.startswith(prefix.rstrip("/") + "/"):
+        path = path[len(prefix.rstrip("/")) :]
+    try:
+        match = resolve(path) if path.startswith("/") else None
+    except Resolver404:
+        match = None
+    if match is None:
+        return [
+            Error(
+                f"LOGIN_URL {url!r} does not resolve in ROOT_URLCONF: signed-out users authorizing an MCP client "
+                "are sent to a page that does not exist (404).",
+                hint=route_hint,
+                id="django_mcp.E035",
+            )
+        ]
+    return _check_login_template(match.func)
+
+
+def _check_login_template(view: Any) -> list[Any]:
+    from django.contrib.auth.views import LoginView
+    from django.template import TemplateDoesNotExist, TemplateSyntaxError
+    from django.template.loader import get_template
+
+    view_class = getattr(view, "view_class", None)
+    if not (isinstance(view_class, type) and issubclass(view_class, LoginView)):
+        return []  # a login view of the project's own: its template is its business
+    initkwargs = getattr(view, "view_initkwargs", None) or {}
+    name = str(initkwargs.get("template_name") or view_class.template_name or "registration/login.html")
+    try:
+        get_template(name)
+    except TemplateDoesNotExist:
+        problem = f"cannot be found: the first OAuth sign-in fails with TemplateDoesNotExist: {name}"
+    except TemplateSyntaxError as exc:
+        problem = f"does not compile ({exc}): the first OAuth sign-in fails with a server error"
+    else:
+        return []
+    return [
+        Error(
+            f"LOGIN_URL is Django's LoginView, whose template {name!r} {problem}.",
+            hint=(
+                f"Add templates/{name} to a directory in TEMPLATES['DIRS'] (or to an app's templates/ with "
+                "APP_DIRS on), or pass LoginView.as_view(template_name=...) an existing template."
+            ),
+            id="django_mcp.E036",
         )
     ]

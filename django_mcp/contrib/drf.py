@@ -57,6 +57,16 @@ _ACTION_TEXT = {
     "destroy": "Delete one {name}.",
 }
 
+#: Default titles of the standard viewset actions (host directories want a title on every tool).
+_ACTION_TITLE = {
+    "list": "List {plural}",
+    "create": "Create {name}",
+    "retrieve": "Get {name}",
+    "update": "Replace {name}",
+    "partial_update": "Update {name}",
+    "destroy": "Delete {name}",
+}
+
 
 class _Unset:
     """Default of an optional argument the client did not send (so it is not sent to the view)."""
@@ -392,6 +402,11 @@ def drf_tool(
         if doc:
             lines.append(inspect.cleandoc(doc))
         description = "\n\n".join(lines) or None
+
+    if title is None and action in _ACTION_TITLE and model is not None:
+        meta = model._meta
+        title = _ACTION_TITLE[action].format(name=meta.verbose_name, plural=meta.verbose_name_plural)
+        title = title[:1].upper() + title[1:]
 
     # Only URL arguments are enforced before the call: DRF validates the rest, with its own messages.
     params = [make_param(n, required=n in path_params) for n in properties]

@@ -389,17 +389,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
 
     async def run_batched(self, request: jsonrpc.Request, session: SessionState) -> dict[str, Any] | None:
         """One request of a batch: answered inside the batch's JSON array, never streamed."""
-        caller = self.caller()
-        return await engine.handle_request(
-            self.get_server(),
-            request,
-            session.revision,
-            session,
-            caller.user,
-            None,
-            locale=caller.locale,
-            auth=caller.auth,
-        )
+        return await dispatch.handle(self.get_server(), request, session.revision, session, self.caller())
 
     async def run_request(
         self,
@@ -446,17 +436,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         interrupted = False
         try:
             try:
-                response = await engine.handle_request(
-                    server,
-                    request,
-                    rev,
-                    session,
-                    self.scope.get("user"),
-                    stream,
-                    locale=self.header(b"accept-language"),
-                    auth=auth,
-                    target=target,
-                )
+                response = await dispatch.handle(server, request, rev, session, self.caller(), stream, target)
             except asyncio.CancelledError:
                 # The engine answers a client's cancellation with None itself; a raised cancellation
                 # is the server's (shutdown): the client gets an error it can retry, never silence.

@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from .. import dispatch
-from ..engine import engine
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..routing import BROADCAST, hub, session_group
@@ -105,16 +104,7 @@ class LegacySSEConsumer(MCPConsumer):
                 except dispatch.Rejected as exc:
                     response = exc.message()
             else:
-                response = await engine.handle_request(
-                    self.get_server(),
-                    message,
-                    session.revision,
-                    session,
-                    caller.user,
-                    outlet,
-                    locale=caller.locale,
-                    auth=caller.auth,
-                )
+                response = await dispatch.handle(self.get_server(), message, session.revision, session, caller, outlet)
             if response is not None:
                 await outlet.send(response)
         else:

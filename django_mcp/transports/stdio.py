@@ -348,9 +348,7 @@ class StdioTransport:
                 if request.method == "subscriptions/listen":
                     await self._listen(request, outlet, revision)
                     return None
-                return await engine.handle_request(
-                    self.server, request, revision, None, self.user, outlet, auth=self.auth
-                )
+                return await dispatch.handle(self.server, request, revision, None, self.caller, outlet)
             if has_envelope(request.params):
                 raise ProtocolError(
                     jsonrpc.INVALID_REQUEST,
@@ -364,9 +362,7 @@ class StdioTransport:
                     return jsonrpc.result_message(request.id, {})
                 raise ProtocolError(jsonrpc.INVALID_REQUEST, "Server not initialized: send initialize first")
             session = self.session
-            return await engine.handle_request(
-                self.server, request, session.revision, session, self.user, outlet, auth=self.auth
-            )
+            return await dispatch.handle(self.server, request, session.revision, session, self.caller, outlet)
         except ProtocolError as exc:
             return jsonrpc.error_message(request.id, exc)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ROOT, LiveServer, _reachable, free_port, need_service
+from tests.conftest import ROOT, LiveServer, _reachable, free_port, migrate_database, need_service
 
 ACCEPT = "application/json, text/event-stream"
 REVISION = "2025-11-25"
@@ -39,7 +39,7 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
     if env["MCP_TEST_LAYER"] == "redis":
         need_service("Redis", 6379)
     if migrate:
-        subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
+        migrate_database(env)
     port = free_port()
     cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     return _serve([*cmd, *flags], env, log, port, "uvicorn")
@@ -47,7 +47,7 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
 
 def start_gunicorn(env: dict[str, str], log: Path, *flags: str) -> LiveServer:
     """``tests.asgi`` under a gunicorn master with one ``uvicorn_worker.UvicornWorker`` (the documented recipe)."""
-    subprocess.run([sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=ROOT, check=True)
+    migrate_database(env)
     port = free_port()
     cmd = [sys.executable, "-m", "gunicorn", "tests.asgi:application", "-k", "uvicorn_worker.UvicornWorker"]
     return _serve([*cmd, "-w", "1", "-b", f"127.0.0.1:{port}", *flags], env, log, port, "gunicorn")

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, _reachable, free_port, server_env
+from tests.conftest import ROOT, _reachable, free_port, server_env, stop_process
 from tests.production.private_postgres import PrivatePostgres
 from tests.rawasync import AsyncRaw, Reply
 
@@ -70,13 +70,7 @@ class Worker:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+        stop_process(self.process)
         self._out.close()
 
 

@@ -14,4 +14,4 @@ site.register_drf(BookViewSet, basename="api_book")
 # api_author_list and api_author_create (DjangoModelPermissionsOrAnonReadOnly decides who sees it).
 site.register_drf(AuthorViewSet, basename="api_author", actions=["list", "create"])
 # A plain Django view: its `pk: int` parameter becomes the tool's argument.
-site.register_view(book_card, name="book_card")
+site.register_view(book_card, name="book_card", title="Book card")

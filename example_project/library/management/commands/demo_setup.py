@@ -8,6 +8,7 @@ to anyone, takes any book back).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -17,7 +18,6 @@ USERNAME = "reader"
 PASSWORD = "library-demo"  # a demo on loopback only; never reuse
 STAFF_USERNAME = "librarian"
 STAFF_PASSWORD = "library-desk"  # a demo on loopback only; never reuse
-ENDPOINT = "http://127.0.0.1:8000/mcp/"
 #: Permissions of each demo account ("<app_label>.<codename>").
 MEMBER_PERMISSIONS = ["library.add_loan"]
 STAFF_PERMISSIONS = ["library.add_loan", "library.view_loan", "library.change_loan", "library.lend_to_others"]
@@ -39,23 +39,33 @@ def account(username: str, password: str, permissions: list[str]) -> Any:
 class Command(BaseCommand):
     help = "Create the demo users (reader, librarian) and print how to connect an MCP client."
 
+    def add_arguments(self, parser: Any) -> None:
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--port", type=int, default=8000, help="the port the demo serves on (default 8000)")
+        where.add_argument("--url", help="the MCP endpoint's full URL (default http://127.0.0.1:<port>/mcp/)")
+
     def handle(self, *args: Any, **options: Any) -> None:
+        endpoint = options["url"] or f"http://127.0.0.1:{options['port']}/mcp/"
+        parts = urlsplit(endpoint)
+        site_root = f"{parts.scheme}://{parts.netloc}"
         account(USERNAME, PASSWORD, MEMBER_PERMISSIONS)
         account(STAFF_USERNAME, STAFF_PASSWORD, STAFF_PERMISSIONS)
         out: list[str] = []
-        call_command("mcp_token", "--user", USERNAME, "--resource", ENDPOINT, "--expires", "12h", stdout=_Lines(out))
+        call_command("mcp_token", "--user", USERNAME, "--resource", endpoint, "--expires", "12h", stdout=_Lines(out))
         token = out[0].strip()
         self.stdout.write(
             f"""
-MCP endpoint  {ENDPOINT}   (OAuth 2.1: the client registers itself, you sign in and consent)
+MCP endpoint  {endpoint}   (OAuth 2.1: the client registers itself, you sign in and consent)
 Demo users    {USERNAME} / {PASSWORD}   (a member: borrows and returns their own books)
               {STAFF_USERNAME} / {STAFF_PASSWORD}   (loan desk: sees every loan, lends to anyone)
-Admin         http://127.0.0.1:8000/admin/  (manage.py createsuperuser first) -> MCP clients
+Admin         {site_root}/admin/  (manage.py createsuperuser first) -> MCP clients
 
 Connect:
-  SDK, full OAuth flow (opens your browser):  .venv/bin/python example_project/demo_client.py --oauth
-  SDK with a ready token (valid 12h):         DJANGO_MCP_TOKEN={token} .venv/bin/python example_project/demo_client.py
-  MCP Inspector:  npx @modelcontextprotocol/inspector -> Streamable HTTP, URL {ENDPOINT},
+  SDK, full OAuth flow (opens your browser):
+    .venv/bin/python example_project/demo_client.py {endpoint} --oauth
+  SDK with a ready token (valid 12h):
+    DJANGO_MCP_TOKEN={token} .venv/bin/python example_project/demo_client.py {endpoint}
+  MCP Inspector:  npx @modelcontextprotocol/inspector -> Streamable HTTP, URL {endpoint},
                   then "Open Auth Settings" -> "Quick OAuth Flow" (sign in as {USERNAME})
 """
         )
