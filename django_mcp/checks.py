@@ -12,6 +12,21 @@ from django.utils.module_loading import import_string
 from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting
 
 
+def _served_by_view(endpoint: Any) -> bool:
+    """Whether the URLconf routes the endpoint to ``django_mcp.views`` (WSGI mode: no Channels needed)."""
+    if not isinstance(endpoint, str):
+        return False
+    from django.urls import Resolver404, resolve
+
+    try:
+        match = resolve(endpoint)
+    except (Resolver404, ImportError, AttributeError):
+        return False
+    except Exception:  # noqa: BLE001 - a broken URLconf is Django's own check to report
+        return False
+    return getattr(match.func, "__module__", "") == "django_mcp.views"
+
+
 @register(Tags.compatibility)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     errors: list[Any] = []
@@ -34,7 +49,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             if error is not None:
                 errors.append(error)
                 invalid.add(key)
-    if "channels" not in settings.INSTALLED_APPS:
+    wsgi_mode = _served_by_view(user.get("ENDPOINT", DEFAULTS["ENDPOINT"]))
+    if "channels" not in settings.INSTALLED_APPS and not wsgi_mode:
         errors.append(
             Error(
                 "django_mcp needs 'channels' in INSTALLED_APPS.",
@@ -43,7 +59,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     asgi = getattr(settings, "ASGI_APPLICATION", None)
-    if not asgi:
+    if not asgi and not wsgi_mode:
         # A warning, not an error: a project may serve MCP over stdio only (manage.py mcp_stdio).
         errors.append(
             Warning(
@@ -52,9 +68,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.W002",
             )
         )
-    elif "ENDPOINT" not in invalid:
+    elif asgi and "ENDPOINT" not in invalid:
         errors.extend(_check_routing(asgi))
-    if "CHANNEL_LAYER" not in invalid:
+    if "CHANNEL_LAYER" not in invalid and not wsgi_mode:
         layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
         alias = user.get("CHANNEL_LAYER", DEFAULTS["CHANNEL_LAYER"])
         if alias not in layers:

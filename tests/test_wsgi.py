@@ -234,3 +234,45 @@ def test_oauth(tmp_path: Path) -> None:
         assert httpx.delete(server.url, headers={**alice, "mcp-session-id": sid}).status_code == 200
     finally:
         _stopped(server)
+
+
+WSGI_ONLY_CLIENT = """
+import json, django
+django.setup()
+from django.core.management import call_command
+from django.test import Client
+call_command("migrate", verbosity=0)
+client = Client(
+    HTTP_ACCEPT="application/json, text/event-stream", SERVER_NAME="127.0.0.1", HTTP_HOST="127.0.0.1"
+)
+init = client.post("/mcp/", json.dumps(INIT), content_type="application/json")
+assert init.status_code == 200, (init.status_code, init.content)
+sid = init["Mcp-Session-Id"]
+listed = client.post(
+    "/mcp/", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), content_type="application/json",
+    HTTP_MCP_SESSION_ID=sid, HTTP_MCP_PROTOCOL_VERSION="2025-11-25",
+)
+assert listed.status_code == 200, (listed.status_code, listed.content)
+print(json.dumps(sorted(t["name"] for t in json.loads(listed.content)["result"]["tools"])))
+"""
+
+
+def test_wsgi_only_project_needs_no_channels(tmp_path: Path) -> None:
+    """No daphne, no channels, no ASGI_APPLICATION: `check` is clean of E003/W002/W001 and Django's own
+    WSGI handler (the test Client) serves initialize and tools/list through the view."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = server_env(tmp_path, settings="tests.settings_wsgi_only")
+    check = subprocess.run(
+        [sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert check.returncode == 0, check.stderr
+    for refused in ("E003", "W002", "W001"):
+        assert f"django_mcp.{refused}" not in check.stderr, check.stderr
+    script = f"INIT = {INIT!r}\n" + WSGI_ONLY_CLIENT
+    run = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "echo" in json.loads(run.stdout.strip().splitlines()[-1])
