@@ -120,6 +120,40 @@ def has_envelope(params: Any) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
+def stateless_request(
+    payload: Any, version: str | None, header: Callable[[str], str | None], server: MCPServer
+) -> tuple[jsonrpc.Request, str, Any] | None:
+    """A 2026-07-28 POST body: its request, revision and target, or None for a notification (202).
+
+    One message per body; a response is refused (clients send none in this revision).
+    """
+    if not isinstance(payload, dict):
+        raise reject(400, "Invalid request: the body must be a single JSON-RPC message")
+    message = classify(payload)
+    if isinstance(message, jsonrpc.Response):
+        raise reject(400, "Invalid request: 2026-07-28 clients send no responses")
+    if isinstance(message, jsonrpc.Notification):
+        if version is not None and version.strip() not in STATELESS_REVISIONS:
+            raise Rejected(400, unsupported(version))
+        return None  # no client notification has an effect over HTTP here (cancelling is closing the stream)
+    assert isinstance(message, jsonrpc.Request)
+    target = server.target(message.method, message.params or {})
+    return message, stateless_revision(message, version, header, target), target
+
+
+_site: MCPServer | None = None
+
+
+def default_site() -> MCPServer:
+    """``django_mcp.site``, looked up once (the package attribute is lazy, and asked on every request)."""
+    global _site
+    if _site is None:
+        from . import site
+
+        _site = site
+    return _site
+
+
 # -- 2026-07-28: the envelope and its mirrored headers ----------------------------------------
 def stateless_revision(
     request: jsonrpc.Request,
@@ -311,6 +345,7 @@ __all__ = [
     "absorb",
     "batch",
     "classify",
+    "default_site",
     "find_session",
     "handle",
     "has_envelope",
@@ -318,6 +353,7 @@ __all__ = [
     "initialize",
     "parse",
     "reject",
+    "stateless_request",
     "stateless_revision",
     "status_for",
     "unsupported",

@@ -157,18 +157,10 @@ class _Exchange:
         return await self.handshake(payload, version)
 
     async def stateless(self, payload: Any, version: str | None) -> HttpResponse:
-        if not isinstance(payload, dict):
-            raise dispatch.reject(400, "Invalid request: the body must be a single JSON-RPC message")
-        message = dispatch.classify(payload)
-        if isinstance(message, jsonrpc.Response):
-            raise dispatch.reject(400, "Invalid request: 2026-07-28 clients send no responses")
-        if isinstance(message, jsonrpc.Notification):
-            if version is not None and version.strip() not in STATELESS_REVISIONS:
-                raise dispatch.Rejected(400, dispatch.unsupported(version))
+        incoming = dispatch.stateless_request(payload, version, lambda name: self.header(name.encode()), self.server)
+        if incoming is None:
             return _empty(202)
-        assert isinstance(message, jsonrpc.Request)
-        target = self.server.target(message.method, message.params or {})
-        revision = dispatch.stateless_revision(message, version, lambda name: self.header(name.encode()), target)
+        message, revision, target = incoming
         early = _Buffer()
         response = await self.run(message, None, revision, target, early)
         if response is None:
@@ -240,23 +232,11 @@ def _error(exc: Rejected) -> HttpResponse:
     return response
 
 
-_site: MCPServer | None = None
-
-
-def _default_site() -> MCPServer:
-    global _site
-    if _site is None:
-        from . import site
-
-        _site = site
-    return _site
-
-
 async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     """The endpoint for ``server`` (default ``django_mcp.site``): what ``mcp_view`` and ``mcp_view_for`` run."""
     token = long_lived.set(False)
     try:
-        exchange = _Exchange(request, server or _default_site())
+        exchange = _Exchange(request, server or dispatch.default_site())
         method = request.method or "GET"
         try:
             checks.check_origin(exchange.scope, exchange.headers)

@@ -179,19 +179,6 @@ class ResponseStream:
                 await self.finish()
 
 
-_site: MCPServer | None = None
-
-
-def _default_site() -> MCPServer:
-    """``django_mcp.site``, looked up once (the package attribute is lazy, and asked on every request)."""
-    global _site
-    if _site is None:
-        from .. import site
-
-        _site = site
-    return _site
-
-
 class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
     """The MCP endpoint. ``MCPConsumer.as_asgi(server=my_server)`` mounts another server."""
 
@@ -207,7 +194,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
 
     def get_server(self) -> MCPServer:
         if self.server is None:
-            return _default_site()
+            return dispatch.default_site()
         return self.server
 
     # -- ASGI entry -------------------------------------------------------------------

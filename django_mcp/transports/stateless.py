@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from .. import dispatch
 from ..engine import Exchange
 from ..protocol import jsonrpc
-from ..protocol.versions import STATELESS_REVISIONS
 from ..routing import BROADCAST, hub
 from ..subscriptions import ListenFilter
 from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event, stream_slot
@@ -56,21 +55,12 @@ class StatelessMixin:
         return dispatch.has_envelope(payload.get("params"))
 
     async def handle_stateless_post(self, payload: Any, version: str | None) -> None:
-        if not isinstance(payload, dict):
-            raise dispatch.reject(400, "Invalid request: the body must be a single JSON-RPC message")
-        message = dispatch.classify(payload)
-        if isinstance(message, jsonrpc.Response):
-            raise dispatch.reject(400, "Invalid request: 2026-07-28 clients send no responses")
-        if isinstance(message, jsonrpc.Notification):
-            if version is not None and version.strip() not in STATELESS_REVISIONS:
-                raise dispatch.Rejected(400, dispatch.unsupported(version))
-            # No client notification has an effect over HTTP in this revision (cancellation is closing the stream).
+        header = self.header
+        incoming = dispatch.stateless_request(payload, version, lambda name: header(name.encode()), self.get_server())
+        if incoming is None:
             await self.empty_response(202)
             return
-        assert isinstance(message, jsonrpc.Request)
-        server = self.get_server()
-        target = server.target(message.method, message.params or {})
-        revision = dispatch.stateless_revision(message, version, lambda name: self.header(name.encode()), target)
+        message, revision, target = incoming
         if message.method == "subscriptions/listen":
             await self.listen(message, revision)
             return
