@@ -28,6 +28,9 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 warnings.filterwarnings("ignore", module="mcp")
 
+# The mcp_client fixtures (also registered by the installed pytest11 entry point of the same name).
+pytest_plugins = ["django_mcp.pytest_plugin"]
+
 
 def free_port() -> int:
     with socket.socket() as s:
