@@ -551,8 +551,27 @@ class MCPTestClient:
     ``AsyncMCPTestClient`` there.
     """
 
-    def __init__(self, server: Any = None, **options: Any) -> None:
-        self.async_client = AsyncMCPTestClient(server, **options)
+    def __init__(
+        self,
+        server: Any = None,
+        *,
+        protocol_version: str | None = None,
+        user: Any = None,
+        capabilities: dict[str, Any] | None = None,
+        client_info: dict[str, Any] | None = None,
+        log_level: str | None = "debug",
+        locale: str | None = None,
+    ) -> None:
+        #: The ``AsyncMCPTestClient`` doing the work (its options are this client's).
+        self.async_client = AsyncMCPTestClient(
+            server,
+            protocol_version=protocol_version,
+            user=user,
+            capabilities=capabilities,
+            client_info=client_info,
+            log_level=log_level,
+            locale=locale,
+        )
 
     # Configuration and what was collected: the async client's own.
     @property

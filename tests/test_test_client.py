@@ -522,3 +522,21 @@ def test_plugin_leaves_projects_without_django_settings_alone(tmp_path: Path) ->
     run = _run_pytest(tmp_path, "-k", "plain", "-p", "no:django")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed" in run.stdout
+
+
+@pytest.mark.parametrize("version", ERAS)
+def test_subscriptions_and_raw_requests(alice: User, version: str) -> None:
+    c = client(version, alice)
+    if version == "2026-07-28":
+        assert c.request("server/discover")["supportedVersions"][-1] == "2026-07-28"
+        with pytest.raises(MCPClientError):
+            c.subscribe("notes://welcome")  # 2026-07-28 has subscriptions/listen instead
+        return
+    c.subscribe("notes://groups/admins")
+    assert c.session.subscriptions == {"notes://groups/admins"}
+    c.unsubscribe("notes://groups/admins")
+    assert c.session.subscriptions == set()
+    with pytest.raises(MCPClientError) as refused:
+        c.subscribe("notes://nothing-here")
+    assert refused.value.code == -32002
+    c.notify("notifications/roots/list_changed")
