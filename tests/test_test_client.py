@@ -18,7 +18,7 @@ import mcp_types as types
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
-from django.test import override_settings
+from django.test import TestCase, override_settings
 
 from django_mcp import Context, ToolError
 from django_mcp.models import MCPSession
@@ -540,3 +540,13 @@ def test_subscriptions_and_raw_requests(alice: User, version: str) -> None:
         c.subscribe("notes://nothing-here")
     assert refused.value.code == -32002
     c.notify("notifications/roots/list_changed")
+
+
+class DjangoTestCaseTests(TestCase):
+    """The sync client in a plain Django ``TestCase`` (no pytest fixtures)."""
+
+    def test_tool_writes_inside_the_test_case_transaction(self) -> None:
+        c = MCPTestClient(server, protocol_version="2025-11-25", user=User.objects.create_user("gina"))
+        pk = c.call_tool("make_group", {"name": "testcase"}).structured_content["result"]  # type: ignore[index]
+        self.assertEqual(Group.objects.get(pk=pk).name, "testcase")
+        c.close()
