@@ -240,6 +240,7 @@ class AsyncMCPTestClient:
         #: Requests the server sent the client during the last call, with the answers given.
         self.server_requests: list[ServerRequest] = []
         self.session: Any = None  # the handshake era's SessionState, once initialized
+        self._opened: list[str] = []  # every session this client opened, ended by close()
         self.initialize_result: types.InitializeResult | None = None
         self._scripts: dict[str, _Script] = {}
         self._ids = itertools.count(1)
@@ -339,6 +340,7 @@ class AsyncMCPTestClient:
         except dispatch.Rejected as exc:
             raise MCPClientError(exc.error.code, exc.error.message, exc.error.data, exc.status) from None
         self.session = session
+        self._opened.append(session.id)
         await dispatch.absorb(jsonrpc.Notification("notifications/initialized", None), session, session.revision)
         self.initialize_result = types.InitializeResult.model_validate(_result(response))
         if self.log_level is not None:
@@ -346,12 +348,13 @@ class AsyncMCPTestClient:
         return self.initialize_result
 
     async def close(self) -> None:
-        """End the handshake era's session (the fixtures do it after each test)."""
-        if self.session is not None:
-            from .sessions import store
+        """End the handshake-era sessions this client opened (the fixtures do it after each test)."""
+        from .sessions import store
 
-            session, self.session, self.initialize_result = self.session, None, None
-            await store.end(session.id)
+        opened, self._opened = self._opened, []
+        self.session = self.initialize_result = None
+        for sid in opened:
+            await store.end(sid)
 
     # -- requests -------------------------------------------------------------------------------------
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -211,7 +211,7 @@ def test_handshake_era_opens_one_session_per_user(alice: User, bob: User, versio
     assert c.call_tool("whoami").structured_content["user"] == "bob"  # type: ignore[index]
     assert c.session is not first and c.session.user_id == bob.pk
     c.close()
-    assert MCPSession.objects.filter(ended__isnull=True).count() == 1  # alice's, never closed
+    assert not MCPSession.objects.filter(ended__isnull=True).exists()  # close() ended alice's and bob's
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
