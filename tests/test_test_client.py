@@ -492,7 +492,14 @@ def _run_pytest(
     project.mkdir(exist_ok=True)
     (project / "test_probe.py").write_text(PLUGIN_TEST)
     (project / "conftest.py").write_text(conftest)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "MCP_SQLITE_TEST": ""}
+    # SQLite in memory and the in-memory layer: never the PostgreSQL test database this run is using.
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]),
+        "MCP_TEST_DB": "sqlite",
+        "MCP_SQLITE_TEST": "",
+        "MCP_TEST_LAYER": "memory",
+    }
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(project), *args],
