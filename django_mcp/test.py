@@ -23,9 +23,10 @@ client does. Server->client requests (elicitation, sampling, roots) are answered
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +43,7 @@ from pydantic import BaseModel
 from . import __version__
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 
 #: What a client declares by default: every feature the test client can answer.
 DEFAULT_CAPABILITIES: dict[str, Any] = {
@@ -192,6 +194,43 @@ class _Outlet:
             await engine.deliver_response(self.session_id, jsonrpc.Response(message["id"], None, error))
             return
         await engine.deliver_response(self.session_id, jsonrpc.Response(message["id"], result, None))
+
+
+# -- one event loop per sync call --------------------------------------------------------------------
+async def _release_hub() -> None:
+    """Stop the hub's tasks on this event loop before ``async_to_sync`` closes it.
+
+    Opening a session starts the hub (``sessions.store``) on the running loop: its receive
+    and refresh tasks would be cancelled by the closing loop, and a channel layer that talks
+    to Redis does not finish a receive cancelled that late. Cancelled here, while the loop
+    still runs, they end; the next call's loop starts the hub again.
+    """
+    from .routing import hub
+
+    loop = asyncio.get_running_loop()
+    if hub._loop is not loop:
+        return
+    tasks = {t for t in (hub._task, hub._refresher, hub._sweeper) if t is not None and not t.done()}
+    for _attempt in range(50):  # a Redis layer's receive may swallow a cancellation: cancel again
+        if not tasks:
+            break
+        for task in tasks:
+            task.cancel()
+        _done, tasks = await asyncio.wait(tasks, timeout=0.1)
+    hub._started = False
+    hub._task = hub._refresher = hub._sweeper = None
+
+
+def _sync(method: Callable[..., Awaitable[R]]) -> Callable[..., R]:
+    """``async_to_sync(method)``, releasing the hub before the call's event loop closes."""
+
+    async def call(*args: Any, **kwargs: Any) -> R:
+        try:
+            return await method(*args, **kwargs)
+        finally:
+            await _release_hub()
+
+    return async_to_sync(call)
 
 
 # -- the clients ------------------------------------------------------------------------------------
@@ -626,42 +665,42 @@ class MCPTestClient:
 
     # Requests.
     def initialize(self) -> types.InitializeResult:
-        return async_to_sync(self.async_client.initialize)()
+        return _sync(self.async_client.initialize)()
 
     def close(self) -> None:
-        async_to_sync(self.async_client.close)()
+        _sync(self.async_client.close)()
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        return async_to_sync(self.async_client.request)(method, params)
+        return _sync(self.async_client.request)(method, params)
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        async_to_sync(self.async_client.notify)(method, params)
+        _sync(self.async_client.notify)(method, params)
 
     def ping(self) -> None:
-        async_to_sync(self.async_client.ping)()
+        _sync(self.async_client.ping)()
 
     def list_tools(self, cursor: str | None = None, *, all_pages: bool = True) -> types.ListToolsResult:
-        return async_to_sync(self.async_client.list_tools)(cursor, all_pages=all_pages)
+        return _sync(self.async_client.list_tools)(cursor, all_pages=all_pages)
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
-        return async_to_sync(self.async_client.call_tool)(name, arguments)
+        return _sync(self.async_client.call_tool)(name, arguments)
 
     def list_resources(self, cursor: str | None = None, *, all_pages: bool = True) -> types.ListResourcesResult:
-        return async_to_sync(self.async_client.list_resources)(cursor, all_pages=all_pages)
+        return _sync(self.async_client.list_resources)(cursor, all_pages=all_pages)
 
     def list_resource_templates(
         self, cursor: str | None = None, *, all_pages: bool = True
     ) -> types.ListResourceTemplatesResult:
-        return async_to_sync(self.async_client.list_resource_templates)(cursor, all_pages=all_pages)
+        return _sync(self.async_client.list_resource_templates)(cursor, all_pages=all_pages)
 
     def read_resource(self, uri: str) -> types.ReadResourceResult:
-        return async_to_sync(self.async_client.read_resource)(uri)
+        return _sync(self.async_client.read_resource)(uri)
 
     def list_prompts(self, cursor: str | None = None, *, all_pages: bool = True) -> types.ListPromptsResult:
-        return async_to_sync(self.async_client.list_prompts)(cursor, all_pages=all_pages)
+        return _sync(self.async_client.list_prompts)(cursor, all_pages=all_pages)
 
     def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> types.GetPromptResult:
-        return async_to_sync(self.async_client.get_prompt)(name, arguments)
+        return _sync(self.async_client.get_prompt)(name, arguments)
 
     def complete(
         self,
@@ -673,15 +712,15 @@ class MCPTestClient:
         ref: Any = None,
         context: dict[str, str] | None = None,
     ) -> types.CompleteResult:
-        return async_to_sync(self.async_client.complete)(
+        return _sync(self.async_client.complete)(
             argument=argument, value=value, prompt=prompt, resource_template=resource_template, ref=ref, context=context
         )
 
     def subscribe(self, uri: str) -> None:
-        async_to_sync(self.async_client.subscribe)(uri)
+        _sync(self.async_client.subscribe)(uri)
 
     def unsubscribe(self, uri: str) -> None:
-        async_to_sync(self.async_client.unsubscribe)(uri)
+        _sync(self.async_client.unsubscribe)(uri)
 
 
 __all__ = [
