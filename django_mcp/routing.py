@@ -66,6 +66,24 @@ class Hub:
         """Listen on the broadcast group from now on: a worker that caches sessions must hear them change."""
         await self._ensure()
 
+    async def stop(self) -> None:
+        """End the hub's tasks on the running loop, before that loop closes (a test client's, say).
+
+        A channel layer talking to Redis does not finish a receive cancelled by a closing loop;
+        cancelled while the loop still runs, it does. The next use on another loop starts again.
+        """
+        if self._loop is not asyncio.get_running_loop():
+            return
+        tasks = {t for t in (self._task, self._refresher, self._sweeper) if t is not None and not t.done()}
+        for _attempt in range(50):  # a Redis layer's receive may swallow a cancellation: cancel again
+            if not tasks:
+                break
+            for task in tasks:
+                task.cancel()
+            _done, tasks = await asyncio.wait(tasks, timeout=0.1)
+        self._started = False
+        self._task = self._refresher = self._sweeper = None
+
     async def _ensure(self) -> None:
         loop = asyncio.get_running_loop()
         if self._started and self._loop is loop:

@@ -23,7 +23,6 @@ client does. Server->client requests (elicitation, sampling, roots) are answered
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
 from collections.abc import Awaitable, Callable, Iterator
@@ -197,30 +196,6 @@ class _Outlet:
 
 
 # -- one event loop per sync call --------------------------------------------------------------------
-async def _release_hub() -> None:
-    """Stop the hub's tasks on this event loop before ``async_to_sync`` closes it.
-
-    Opening a session starts the hub (``sessions.store``) on the running loop: its receive
-    and refresh tasks would be cancelled by the closing loop, and a channel layer that talks
-    to Redis does not finish a receive cancelled that late. Cancelled here, while the loop
-    still runs, they end; the next call's loop starts the hub again.
-    """
-    from .routing import hub
-
-    loop = asyncio.get_running_loop()
-    if hub._loop is not loop:
-        return
-    tasks = {t for t in (hub._task, hub._refresher, hub._sweeper) if t is not None and not t.done()}
-    for _attempt in range(50):  # a Redis layer's receive may swallow a cancellation: cancel again
-        if not tasks:
-            break
-        for task in tasks:
-            task.cancel()
-        _done, tasks = await asyncio.wait(tasks, timeout=0.1)
-    hub._started = False
-    hub._task = hub._refresher = hub._sweeper = None
-
-
 def _sync(method: Callable[..., Awaitable[R]]) -> Callable[..., R]:
     """``async_to_sync(method)``, releasing the hub before the call's event loop closes."""
 
@@ -228,7 +203,9 @@ def _sync(method: Callable[..., Awaitable[R]]) -> Callable[..., R]:
         try:
             return await method(*args, **kwargs)
         finally:
-            await _release_hub()
+            from .routing import hub
+
+            await hub.stop()  # before async_to_sync closes this call's loop
 
     return async_to_sync(call)
 
