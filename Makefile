@@ -138,8 +138,8 @@ clean:
 demo-wsgi: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
-	cd example_project && ../$(BIN)/python manage.py demo_setup
-	cd example_project && ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:8000 example_project.wsgi:application
+	cd example_project && ../$(BIN)/python manage.py demo_setup --port $(DEMO_PORT)
+	cd example_project && ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:$(DEMO_PORT) example_project.wsgi:application
 
 # The conformance suite against the fixture in WSGI mode (gunicorn); also part of `unit`.
 conformance-wsgi: venv node
