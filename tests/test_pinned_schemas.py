@@ -27,7 +27,22 @@ def _current() -> dict[str, Any]:
             out[f"{prefix}/tool/{name}"] = tool.definition()
         for name, prompt in srv.prompts.items():
             out[f"{prefix}/prompt/{name}"] = prompt.definition()
-    return json.loads(json.dumps(out, default=str))  # type: ignore[no-any-return]
+    return _portable(json.loads(json.dumps(out, default=str)))
+
+
+#: Integer bounds DRF takes from the database backend (``connection.ops.integer_field_range``):
+#: SQLite's and PostgreSQL's differ (int64 against int32), so the pin leaves them out and runs on either.
+_BACKEND_BOUNDS = ("minimum", "maximum", "format")
+_BACKEND_MAXIMA = (2**31 - 1, 2**63 - 1)
+
+
+def _portable(value: Any) -> Any:
+    if isinstance(value, dict):
+        from_backend = value.get("type") == "integer" and value.get("maximum") in _BACKEND_MAXIMA
+        return {k: _portable(v) for k, v in value.items() if not (from_backend and k in _BACKEND_BOUNDS)}
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    return value
 
 
 def test_definitions_are_pinned() -> None:
