@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,16 +69,15 @@ def server_scenarios(revision: str) -> list[str]:
     return names
 
 
-def _params() -> list[Any]:
+def scenario_params(expected_failures: dict[tuple[str, str], str]) -> list[Any]:
+    """One pytest param per server scenario of each requirement set; those listed are strict xfails."""
     if not _suite_available():
         return [pytest.param(None, None, id="suite-not-installed")]
     params = []
     for revision in REVISIONS:
         for name in server_scenarios(revision):
-            marks = []
-            reason = KNOWN_FAILURES.get((revision, name))
-            if reason:
-                marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            reason = expected_failures.get((revision, name))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             params.append(pytest.param(revision, name, id=f"{revision}/{name}", marks=marks))
     return params
 
@@ -125,22 +124,32 @@ class Suite:
         return self.runs[revision]
 
 
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+def serve_suite(
+    tmp_path_factory: pytest.TempPathFactory, name: str, start: Callable[[Path], LiveServer]
+) -> Iterator[Suite]:
+    """A ``Suite`` against the fixture server ``start(tmp)`` runs; its log must show no traceback."""
     if not _suite_available():
         message = f"the conformance suite is not installed under {NODE.parent.parent.parent} (run `make node`)"
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    tmp = tmp_path_factory.mktemp("conformance")
-    env = server_env(tmp, settings="tests.conformance.settings")
-    server = start_server(env, tmp / "daphne.log", app="tests.conformance.asgi:application")
+    tmp = tmp_path_factory.mktemp(name)
+    server = start(tmp)
     try:
         yield Suite(server, tmp)
     finally:
         server.stop()
-    log = (tmp / "daphne.log").read_text(errors="replace")
+    log = server.log.read_text(errors="replace")
     assert "Traceback" not in log, f"the fixture server logged an exception:\n{log}"
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    def start(tmp: Path) -> LiveServer:
+        env = server_env(tmp, settings="tests.conformance.settings")
+        return start_server(env, tmp / "daphne.log", app="tests.conformance.asgi:application")
+
+    yield from serve_suite(tmp_path_factory, "conformance", start)
 
 
 def _describe(checks: list[dict[str, Any]]) -> str:
@@ -153,7 +162,7 @@ def _describe(checks: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize(("revision", "scenario"), _params())
+@pytest.mark.parametrize(("revision", "scenario"), scenario_params(KNOWN_FAILURES))
 def test_scenario(suite: Suite, revision: str, scenario: str) -> None:
     run = suite.run(revision)
     checks = run.checks.get(scenario)

@@ -12,12 +12,20 @@ Each requirement set runs once (a few seconds each).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, server_env
-from tests.test_conformance import NODE, REVISIONS, Suite, _describe, _suite_available, server_scenarios
+from tests.conftest import LiveServer, server_env
+from tests.test_conformance import (
+    REVISIONS,
+    Suite,
+    _describe,
+    _suite_available,
+    scenario_params,
+    serve_suite,
+    server_scenarios,
+)
 from tests.wsgi_server import start_wsgi_server
 
 pytestmark = pytest.mark.conformance
@@ -44,37 +52,15 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
 }
 
 
-def _params() -> list[Any]:
-    if not _suite_available():
-        return [pytest.param(None, None, id="suite-not-installed")]
-    params = []
-    for revision in REVISIONS:
-        for name in server_scenarios(revision):
-            reason = HELD_STREAM.get((revision, name))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            params.append(pytest.param(revision, name, id=f"{revision}/{name}", marks=marks))
-    return params
-
-
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
-    if not _suite_available():
-        message = f"the conformance suite is not installed under {NODE.parent.parent.parent} (run `make node`)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    tmp = tmp_path_factory.mktemp("conformance-wsgi")
-    env = server_env(tmp, settings="tests.conformance.settings_wsgi")
-    server = start_wsgi_server(env, tmp / "gunicorn.log")
-    try:
-        yield Suite(server, tmp)
-    finally:
-        server.stop()
-    log = (tmp / "gunicorn.log").read_text(errors="replace")
-    assert "Traceback" not in log, f"the fixture server logged an exception:\n{log}"
+    def start(tmp: Path) -> LiveServer:
+        return start_wsgi_server(server_env(tmp, settings="tests.conformance.settings_wsgi"), tmp / "gunicorn.log")
+
+    yield from serve_suite(tmp_path_factory, "conformance-wsgi", start)
 
 
-@pytest.mark.parametrize(("revision", "scenario"), _params())
+@pytest.mark.parametrize(("revision", "scenario"), scenario_params(HELD_STREAM))
 def test_scenario(suite: Suite, revision: str, scenario: str) -> None:
     run = suite.run(revision)
     checks = run.checks.get(scenario)
