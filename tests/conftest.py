@@ -186,25 +186,25 @@ def start_server(
     if migrate:
         migrate_database(env, cwd)
     port = free_port()
+    command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app]
+    return spawn_server(command, env, log, port, "daphne", cwd)
+
+
+def spawn_server(
+    command: list[str], env: dict[str, str], log: Path, port: int, name: str, cwd: Path = ROOT
+) -> LiveServer:
+    """Start a server process on loopback ``port`` and wait (30 s at most) until it answers there."""
     handle = log.open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app],
-        env=env,
-        cwd=cwd,
-        stdout=handle,
-        stderr=subprocess.STDOUT,
-    )
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"daphne exited early:\n{log.read_text()}")
+            raise RuntimeError(f"{name} exited early:\n{log.read_text()}")
         if _reachable(port):
-            break
+            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log, cwd)
         time.sleep(0.1)
-    else:
-        process.kill()
-        raise RuntimeError(f"daphne did not start:\n{log.read_text()}")
-    return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log, cwd)
+    process.kill()
+    raise RuntimeError(f"{name} did not start:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="session")

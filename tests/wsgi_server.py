@@ -6,12 +6,10 @@ the endpoint is ``django_mcp.views.mcp_view`` routed by the project's URLconf, n
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.conftest import ROOT, LiveServer, _reachable, free_port, migrate_database
+from tests.conftest import LiveServer, free_port, migrate_database, spawn_server
 
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 
@@ -32,16 +30,4 @@ def start_wsgi_server(
         command = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", app]
     else:
         command = [str(GUNICORN), "-w", str(workers), "-k", "sync", "-b", f"127.0.0.1:{port}", "--timeout", "60", app]
-    handle = log.open("wb")
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{command[0]} exited early:\n{log.read_text()}")
-        if _reachable(port):
-            break
-        time.sleep(0.1)
-    else:
-        process.kill()
-        raise RuntimeError(f"{command[0]} did not start:\n{log.read_text()}")
-    return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log, ROOT)
+    return spawn_server(command, env, log, port, Path(command[0]).name)

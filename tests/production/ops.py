@@ -11,25 +11,14 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import ROOT, LiveServer, _reachable, free_port, migrate_database, need_service
+from tests.conftest import LiveServer, _reachable, free_port, migrate_database, need_service, spawn_server
 
 ACCEPT = "application/json, text/event-stream"
 REVISION = "2025-11-25"
 
 
 def _serve(cmd: list[str], env: dict[str, str], log: Path, port: int, name: str) -> LiveServer:
-    """Start ``cmd`` and wait until ``port`` answers (the same contract as conftest's ``start_server``)."""
-    handle = log.open("wb")
-    process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{name} exited early:\n{log.read_text()}")
-        if _reachable(port):
-            return LiveServer(f"http://127.0.0.1:{port}/mcp/", port, env, process, log)
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"{name} did not start:\n{log.read_text()}")
+    return spawn_server(cmd, env, log, port, name)
 
 
 def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = True) -> LiveServer:
