@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.utils.module_loading import import_string
 
-from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting
+from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting, mcp_settings
 
 
 def _served_by_view(endpoint: Any) -> bool:
@@ -336,3 +336,55 @@ def _mounted_servers(app: Any, depth: int = 0) -> list[Any]:
         return found
     inner = getattr(app, "inner", None) or getattr(app, "application", None)
     return [] if inner is None else _mounted_servers(inner, depth + 1)
+
+
+@register(Tags.compatibility)
+def check_tasks(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E037``/``E038``/``W005``: the ``TASKS`` backend that task tools (``task=...``) are enqueued on.
+
+    A ``task="required"`` tool on ``ImmediateBackend`` would run inside the request and keep
+    nothing across a restart, and ``DummyBackend`` never runs anything: both are errors.
+    ``task="optional"`` tools on them only warn (development and tests).
+    """
+    from . import site
+    from .tasks import framework
+
+    tools = [(server, tool) for server in _servers(site) for tool in server.tools.values() if tool.task_support]
+    if not tools:
+        return []
+    alias = mcp_settings.TASK_BACKEND
+    if framework.backend_path(alias) is None:
+        return [
+            Error(
+                f"DJANGO_MCP['TASK_BACKEND'] is {alias!r}, which is not an alias of the TASKS setting, and "
+                f"tool {tools[0][1].name!r} runs as a task.",
+                hint='Configure it, e.g. TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}} '
+                'with "django_tasks_db" in INSTALLED_APPS, and run `manage.py db_worker`.',
+                id="django_mcp.E037",
+            )
+        ]
+    if not framework.runs_in_process(alias):
+        return []
+    backend = framework.backend_path(alias)
+    problems: list[Any] = []
+    for server, tool in tools:
+        if tool.task_support == "required":
+            problems.append(
+                Error(
+                    f"Tool {tool.name!r} runs only as a task (task='required'), but TASKS[{alias!r}] is {backend}: "
+                    "its tasks would run inside the request that starts them, and nothing would survive a restart.",
+                    hint="Use a backend with a worker: django_tasks_db.DatabaseBackend and `manage.py db_worker`.",
+                    obj=f"MCP server {server.name!r}",
+                    id="django_mcp.E038",
+                )
+            )
+    if len(problems) < len(tools):
+        problems.append(
+            Warning(
+                f"Task tools run on TASKS[{alias!r}] = {backend}: each task runs inside the request that starts it.",
+                hint="Fine for development and tests; in production use django_tasks_db.DatabaseBackend and "
+                "`manage.py db_worker`.",
+                id="django_mcp.W005",
+            )
+        )
+    return problems

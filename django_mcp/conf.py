@@ -121,6 +121,19 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between re-adding this worker's channel-layer groups (capped at a quarter of group_expiry).
     "LAYER_REFRESH_INTERVAL": 60,
     # Retry-After (seconds) on a 503 when the channel layer or the event store is unavailable or saturated.
+    # -- Tasks (tools declared with task=..., run on Django's Tasks framework) --
+    # The TASKS backend alias and queue a task-augmented tools/call is enqueued on.
+    "TASK_BACKEND": "default",
+    "TASK_QUEUE": "default",
+    # Time to live (ms) of a task whose client asks for none, and the most a client may ask for; None: no limit.
+    "TASK_DEFAULT_TTL_MS": 3_600_000,
+    "TASK_MAX_TTL_MS": 86_400_000,
+    # Polling interval (ms) suggested to clients.
+    "TASK_POLL_INTERVAL_MS": 1000,
+    # Seconds a running task's heartbeat may be silent before its worker counts as lost; the task then runs
+    # again (up to TASK_MAX_ATTEMPTS runs) or fails.
+    "TASK_HEARTBEAT_TIMEOUT": 60,
+    "TASK_MAX_ATTEMPTS": 2,
 }
 
 IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})
@@ -185,6 +198,13 @@ class DjangoMCPSettings(TypedDict, total=False):
     WRITER_LEASE_TTL: float
     MAX_STREAMS: int
     LAYER_REFRESH_INTERVAL: float
+    TASK_BACKEND: str
+    TASK_QUEUE: str
+    TASK_DEFAULT_TTL_MS: int
+    TASK_MAX_TTL_MS: int | None
+    TASK_POLL_INTERVAL_MS: int
+    TASK_HEARTBEAT_TIMEOUT: float
+    TASK_MAX_ATTEMPTS: int
 
 
 # -- What each key accepts: the table the system checks validate DJANGO_MCP against ---------------
@@ -347,6 +367,15 @@ SETTINGS: dict[str, Setting] = {
     "WRITER_LEASE_TTL": _seconds("django_mcp.E143"),
     "MAX_STREAMS": _int("django_mcp.E144"),
     "LAYER_REFRESH_INTERVAL": _seconds("django_mcp.E145"),
+    "TASK_BACKEND": Setting("django_mcp.E146", "an alias of TASKS (a string)", (str,), lambda v: bool(v)),
+    "TASK_QUEUE": Setting("django_mcp.E147", "a queue name (a non-empty string)", (str,), lambda v: bool(v)),
+    "TASK_DEFAULT_TTL_MS": _int("django_mcp.E148"),
+    "TASK_MAX_TTL_MS": Setting(
+        "django_mcp.E149", "a positive int (ms) or None", (int, type(None)), lambda v: v is None or v > 0
+    ),
+    "TASK_POLL_INTERVAL_MS": _int("django_mcp.E150"),
+    "TASK_HEARTBEAT_TIMEOUT": _seconds("django_mcp.E151"),
+    "TASK_MAX_ATTEMPTS": _int("django_mcp.E152"),
 }
 
 
@@ -404,6 +433,13 @@ class MCPSettings:
     WRITER_LEASE_TTL: float
     MAX_STREAMS: int
     LAYER_REFRESH_INTERVAL: float
+    TASK_BACKEND: str
+    TASK_QUEUE: str
+    TASK_DEFAULT_TTL_MS: int
+    TASK_MAX_TTL_MS: int | None
+    TASK_POLL_INTERVAL_MS: int
+    TASK_HEARTBEAT_TIMEOUT: float
+    TASK_MAX_ATTEMPTS: int
 
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}

@@ -57,6 +57,8 @@ class Runtime(Protocol):
 
     async def close_stream(self) -> None: ...
 
+    async def begin_task(self) -> None: ...
+
 
 class Context:
     """Handed to a handler that declares a parameter annotated ``Context``."""
@@ -248,6 +250,23 @@ class Context:
         if missing is not None:
             raise missing
         return results
+
+    # -- tasks ---------------------------------------------------------------------
+    @property
+    def task_id(self) -> str | None:
+        """The MCP task this call runs as (in the task worker), else None."""
+        return getattr(self._rt, "task_id", None)
+
+    async def begin_task(self) -> None:
+        """Mark where a tool declared with ``ask_first=True`` hands its work to a task.
+
+        Code before this line runs in the web request, so the questions it asks are
+        answered there (a 2026-07-28 client answers them by multi round-trip before
+        it gets the task). When the caller opted into a task, the call stops here and
+        a worker runs the tool again from the start, with those answers; otherwise
+        (no task) this does nothing and the tool goes on.
+        """
+        await self._rt.begin_task()
 
     # -- the response stream -------------------------------------------------------
     async def close_stream(self) -> None:

@@ -39,6 +39,7 @@ from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
 from .sync import drop_shared_connections
+from .tasks.protocol import EXTENSION_METHODS
 from .unavailable import Unavailable, database_error
 
 logger = logging.getLogger("django_mcp")
@@ -69,6 +70,11 @@ def _anonymous() -> Any:
 UNSET: Any = object()
 
 
+def _is_task_handle(result: dict[str, Any]) -> bool:
+    """A ``CreateTaskResult`` answering ``tools/call`` (validated by its own shape, not ``CallToolResult``'s)."""
+    return result.get("resultType") == "task" or ("task" in result and "content" not in result)
+
+
 class Outlet(Protocol):
     async def send(self, message: dict[str, Any]) -> None: ...
 
@@ -93,6 +99,7 @@ class Exchange:
         locale: str | None = None,
         auth: Any = None,
         target: Any = UNSET,
+        peer: tuple[dict[str, Any], dict[str, Any]] | None = None,
     ) -> None:
         self.server = server
         self._target = target
@@ -112,10 +119,16 @@ class Exchange:
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.progress_token = self.meta.get("progressToken")
         self.stateless = is_stateless(revision)
-        if self.stateless:
-            self.client_info: dict[str, Any] = self.meta.get(CLIENT_INFO_META_KEY) or {}
-            self.client_capabilities: dict[str, Any] = self.meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
-            self.log_level: str | None = self.meta.get(LOG_LEVEL_META_KEY)
+        self.client_info: dict[str, Any]
+        self.client_capabilities: dict[str, Any]
+        self.log_level: str | None
+        if peer is not None:  # a task's run: the client as it was when the task was created
+            self.client_info, self.client_capabilities = peer
+            self.log_level = None
+        elif self.stateless:
+            self.client_info = self.meta.get(CLIENT_INFO_META_KEY) or {}
+            self.client_capabilities = self.meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+            self.log_level = self.meta.get(LOG_LEVEL_META_KEY)
         else:
             assert session is not None
             self.client_info = session.client_info
@@ -124,6 +137,8 @@ class Exchange:
         self._asked = 0
         self.answers: dict[str, Any] = {}  # stateless: every answer the client sent (state + inputResponses)
         self.used: dict[str, Any] = {}  # stateless: the answers this run consumed, carried to the next round
+        #: Set by ``tools/call`` when this call becomes a task at the tool's ``Context.begin_task()``.
+        self.task_pending = False
 
     @property
     def target(self) -> Any:
@@ -181,7 +196,18 @@ class Exchange:
         if self.session is not None and not await store.is_initialized(self.session):
             # The lifecycle spec: no server requests before the client's notifications/initialized.
             raise MCPError(f"Cannot send {method} before notifications/initialized", code=jsonrpc.INVALID_REQUEST)
-        return await engine.client_request(self, method, shape_for(method, self.revision, params))
+        answer = await engine.client_request(self, method, shape_for(method, self.revision, params))
+        if self.task_pending:  # a task is about to be made of this call: its run reuses what was answered
+            self.used[key if key is not None else f"{method.split('/')[0]}-{self._asked}"] = answer
+        self._asked += 1
+        return answer
+
+    async def begin_task(self) -> None:
+        """``Context.begin_task()``: from here on the call runs as a task, when it is to become one."""
+        if self.task_pending:
+            from .exceptions import BeginTask
+
+            raise BeginTask(dict(self.used))
 
     def _check_answer(self, method: str, key: str, answer: Any) -> dict[str, Any]:
         """An ``inputResponses`` entry must be the result type of the request it answers (else -32602)."""
@@ -255,7 +281,8 @@ class Engine:
             if key is not None:
                 self.inflight[key] = (task, ex)
         try:
-            validate_request(request.method, revision, request.params)
+            if not (ex.stateless and request.method in EXTENSION_METHODS):
+                validate_request(request.method, revision, request.params)
             if ex.stateless and request.method in _INPUT_METHODS:
                 self._load_answers(ex)
             if locale:
@@ -298,7 +325,7 @@ class Engine:
                 result.setdefault("ttlMs", mcp_settings.CACHE_TTL_MS)
                 result.setdefault("cacheScope", mcp_settings.CACHE_SCOPE)
         shaped = shape_for(method, revision, result)
-        if mcp_settings.VALIDATE_RESULTS:
+        if mcp_settings.VALIDATE_RESULTS and not (method == "tools/call" and _is_task_handle(shaped)):
             validate_server_result(method, revision, shaped)
         return shaped
 

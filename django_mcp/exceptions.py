@@ -74,6 +74,18 @@ class InputRequired(Exception):
         return self
 
 
+class BeginTask(Exception):
+    """Raised by ``Context.begin_task()`` when the call is to become a task: the run moves to a worker.
+
+    ``answers`` are what the client answered so far; the worker's run of the tool
+    receives them, so it does not ask again.
+    """
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        super().__init__("begin_task")
+        self.answers = answers
+
+
 def exception_handler(
     exc: BaseException, context: Mapping[str, Any] | None = None, *, tool: str | None = None
 ) -> dict[str, Any] | None:

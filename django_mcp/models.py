@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -139,3 +139,78 @@ class SpentAuthorizationCode(models.Model):
     class Meta:
         verbose_name = _("spent authorization code")
         verbose_name_plural = _("spent authorization codes")
+
+
+class MCPTask(models.Model):
+    """A task-augmented ``tools/call``: its caller, its state and, once ended, its result or error.
+
+    The row is the task's truth: any web worker answers ``tasks/get`` from it, and the
+    Tasks framework worker that runs the tool writes to it. ``id`` is an unguessable
+    token, and a task is found only together with the user and OAuth client that
+    created it, so another caller's lookup is not-found.
+    """
+
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STATUS_CHOICES: ClassVar[list[tuple[str, Any]]] = [
+        (WORKING, _("working")),
+        (INPUT_REQUIRED, _("input required")),
+        (COMPLETED, _("completed")),
+        (FAILED, _("failed")),
+        (CANCELLED, _("cancelled")),
+    ]
+    TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+
+    id = models.CharField(primary_key=True, max_length=64, editable=False)
+    server = models.CharField(_("MCP server"), max_length=200, blank=True, default="")
+    tool = models.CharField(_("tool"), max_length=200, db_index=True)
+    arguments = models.JSONField(_("arguments"), default=dict, blank=True)
+    protocol_version = models.CharField(_("protocol revision"), max_length=16)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="mcp_tasks"
+    )
+    oauth_client = models.CharField(_("OAuth client"), max_length=255, blank=True, default="")
+    scopes = models.JSONField(
+        _("token scopes"), null=True, blank=True, help_text=_("Scopes of the token that created it; empty: no token")
+    )
+    session = models.CharField(_("session"), max_length=64, blank=True, default="")
+    client_info = models.JSONField(_("client info"), default=dict, blank=True)
+    client_capabilities = models.JSONField(_("client capabilities"), default=dict, blank=True)
+    locale = models.CharField(_("locale"), max_length=64, blank=True, default="")
+    status = models.CharField(_("status"), max_length=16, choices=STATUS_CHOICES, default=WORKING, db_index=True)
+    status_message = models.TextField(_("status message"), blank=True, default="")
+    result = models.JSONField(_("result"), null=True, blank=True)
+    error = models.JSONField(_("error"), null=True, blank=True)
+    input_requests = models.JSONField(_("input requests"), default=dict, blank=True)
+    answers = models.JSONField(_("answers"), default=dict, blank=True)
+    cancel_requested = models.BooleanField(_("cancel requested"), default=False)
+    ttl_ms = models.PositiveBigIntegerField(_("TTL (ms)"), null=True, blank=True)
+    poll_interval_ms = models.PositiveIntegerField(_("poll interval (ms)"), default=1000)
+    attempts = models.PositiveIntegerField(_("runs"), default=0)
+    backend_id = models.CharField(_("Tasks framework id"), max_length=64, blank=True, default="")
+    created = models.DateTimeField(_("created"), db_index=True)
+    updated = models.DateTimeField(_("last updated"))
+    started = models.DateTimeField(_("started"), null=True, blank=True)
+    finished = models.DateTimeField(_("finished"), null=True, blank=True)
+    heartbeat = models.DateTimeField(_("worker heartbeat"), null=True, blank=True)
+    expires = models.DateTimeField(_("expires"), null=True, blank=True, db_index=True)
+
+    objects: ClassVar[models.Manager[MCPTask]] = models.Manager()
+
+    class Meta:
+        verbose_name = _("MCP task")
+        verbose_name_plural = _("MCP tasks")
+        ordering = ["-created"]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["user", "oauth_client", "created"], name="django_mcp_task_owner_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.status}) {self.id[:8]}…"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL

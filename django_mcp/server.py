@@ -19,14 +19,17 @@ from . import __version__
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
-from .exceptions import InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
+from .exceptions import BeginTask, InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
 from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
 from .protocol import cursor
 from .protocol.jsonrpc import ProtocolError
-from .protocol.versions import ALL_REVISIONS
+from .protocol.versions import ALL_REVISIONS, at_least
 from .resources import Completer, Resource, ResourceTemplate, _runner
 from .sync import drop_shared_connections, run_sync
+from .tasks import EXTENSION as TASKS_EXTENSION
+from .tasks import TaskSupport
+from .tasks import protocol as task_protocol
 from .tools import Tool
 from .unavailable import database_error
 
@@ -40,6 +43,10 @@ Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str
 CACHEABLE = frozenset(
     {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read", "server/discover"}
 )
+
+
+#: Servers with task tools, by name: a task worker finds the server of the task it runs here.
+servers: dict[str, MCPServer] = {}
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -108,7 +115,13 @@ class MCPServer:
     def add_tool(self, tool: Tool) -> Tool:
         self._check_new(self.tools, tool.name, "Tool")
         self.tools[tool.name] = tool
+        if tool.task_support in ("optional", "required"):
+            servers.setdefault(self.name, self)
         return tool
+
+    @property
+    def has_task_tools(self) -> bool:
+        return any(t.task_support in ("optional", "required") for t in self.tools.values())
 
     def tool(
         self,
@@ -124,11 +137,18 @@ class MCPServer:
         permissions: Sequence[str] = (),
         check: Check | None = None,
         input_schema: dict[str, Any] | None = None,
+        task: TaskSupport | None = None,
+        ask_first: bool = False,
     ) -> Any:
         """Register a callable as a tool: ``@site.tool`` or ``@site.tool(name=..., title=...)``.
 
         ``input_schema`` publishes a hand-written JSON Schema verbatim in place of
         the one derived from the signature (which still validates the arguments).
+        ``task="optional"`` lets a client that supports tasks get a task handle and
+        the result later (the call runs on the ``TASKS`` backend's worker);
+        ``task="required"`` only ever runs as a task. ``ask_first=True`` runs the tool
+        in the request until ``ctx.begin_task()``, so what it asks before is answered
+        there (see docs/tasks.md).
         """
 
         def register(f: F) -> F:
@@ -145,6 +165,8 @@ class MCPServer:
                     permissions=list(permissions),
                     check=check,
                     input_schema=dict(input_schema or {}),
+                    task_support=task,
+                    ask_first=ask_first,
                 )
             )
             return f
@@ -369,9 +391,12 @@ class MCPServer:
         return await handler(self, params, ex)
 
     def initialize_result(self, revision: str) -> dict[str, Any]:
+        capabilities = self.capabilities()
+        if at_least(revision, "2025-11-25") and self.has_task_tools:
+            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         result: dict[str, Any] = {
             "protocolVersion": revision,
-            "capabilities": self.capabilities(),
+            "capabilities": capabilities,
             "serverInfo": self.server_info(),
         }
         if self.instructions:
@@ -404,9 +429,12 @@ async def _set_level(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
 
 
 async def _discover(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    capabilities = server.capabilities()
+    if server.has_task_tools:
+        capabilities["extensions"] = {TASKS_EXTENSION: {}}
     result: dict[str, Any] = {
         "supportedVersions": list(ALL_REVISIONS),
-        "capabilities": server.capabilities(),
+        "capabilities": capabilities,
         "serverInfo": server.server_info(),
     }
     if server.instructions:
@@ -415,7 +443,19 @@ async def _discover(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
 
 
 async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    items = [t.definition() for t in server.tools.values() if await visible(t, ex)]
+    if not server.has_task_tools or ex.stateless:
+        items = [t.definition() for t in server.tools.values() if await visible(t, ex)]
+        return server.page(items, params, "tools", "tools")
+    # 2025-11-25 announces each tool's task support; older clients cannot run a task-only tool.
+    tasks_era = at_least(ex.revision, "2025-11-25")
+    items = []
+    for t in server.tools.values():
+        if (t.task_support == "required" and not tasks_era) or not await visible(t, ex):
+            continue
+        d = t.definition()
+        if tasks_era and t.task_support:
+            d["execution"] = {"taskSupport": t.task_support}
+        items.append(d)
     return server.page(items, params, "tools", "tools")
 
 
@@ -434,9 +474,16 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
             "content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}],
             "isError": True,
         }
+    if tool.task_support is not None and not getattr(ex, "in_task", False):
+        as_task = task_protocol.wants_task(tool, params, ex)
+        if as_task and not tool.ask_first:
+            return await task_protocol.create(server, tool, kwargs, params, ex, {})
+        ex.task_pending = as_task
     ctx = Context(ex)
     try:
         value = await tool.run(kwargs, ctx)
+    except BeginTask as begin:
+        return await task_protocol.create(server, tool, kwargs, params, ex, begin.answers)
     except (InputRequired, ProtocolError):
         raise
     except Exception as exc:  # user code: the exception handler turns it into an isError result
@@ -600,6 +647,7 @@ DEFAULT_HANDLERS: dict[str, Handler] = {
     "prompts/list": _list_prompts,
     "prompts/get": _get_prompt,
     "completion/complete": _complete,
+    **task_protocol.HANDLERS,
 }
 
 __all__ = ["CACHEABLE", "InputRequired", "MCPServer"]

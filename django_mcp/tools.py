@@ -45,6 +45,10 @@ class Tool(Guard):
     #: signature (for keywords a signature cannot express); arguments are still validated
     #: against the signature.
     input_schema: dict[str, Any] = field(default_factory=dict)
+    #: "optional" or "required": the call may (must) run as an MCP task on the Tasks framework.
+    task_support: str | None = None
+    #: Run in the request until ``ctx.begin_task()`` (questions asked before it are answered there).
+    ask_first: bool = False
     ctx_param: str | None = None
     #: How the tool is called (arguments model, Context parameter, output); read from ``fn`` when not given.
     #: View and DRF tools pass one built from their declared arguments.
@@ -70,6 +74,10 @@ class Tool(Guard):
                 raise TypeError(f"Tool {self.name!r}: input_schema must be a JSON Schema with type 'object'")
         else:
             self.input_schema = sig.input_schema()
+        if self.task_support not in (None, "optional", "required", "forbidden"):
+            raise TypeError(f"Tool {self.name!r}: task must be 'optional', 'required' or 'forbidden'")
+        if self.task_support == "forbidden":
+            self.task_support = None
         self.output_schema = sig.output_schema
         self.output_adapter = sig.output_adapter
         self.wrap_output = sig.wrap_output

@@ -1,5 +1,6 @@
 """Settings for the test suite (a small project separate from example_project)."""
 
+import importlib.util
 import os
 
 BASE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -29,6 +30,12 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
+# Django's Tasks framework runs task tools: django.tasks on Django 6.0+, the django-tasks backport on 5.2,
+# with the database backend (`manage.py db_worker`).
+if importlib.util.find_spec("django.tasks") is None:
+    INSTALLED_APPS.append("django_tasks")
+INSTALLED_APPS.append("django_tasks_db")
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 ROOT_URLCONF = "tests.urls"
 ASGI_APPLICATION = "tests.asgi.application"
 TEMPLATES = [
@@ -67,6 +74,9 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("MCP_SQLITE", os.path.join(BASE_DIR, "..", ".test-db.sqlite3")),
             "TEST": {"NAME": os.environ.get("MCP_SQLITE_TEST")},
+            # Task workers and web workers write to one file: take the write lock when a transaction
+            # starts, instead of failing a read-then-write transaction with "database is locked".
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
         }
     }
 

@@ -137,6 +137,13 @@ BAD: dict[str, list[Any]] = {
     "WRITER_LEASE_TTL": [None, 0],
     "MAX_STREAMS": [1000.0, 0],
     "LAYER_REFRESH_INTERVAL": ["60", 0],
+    "TASK_BACKEND": ["", 1],
+    "TASK_QUEUE": ["", None],
+    "TASK_DEFAULT_TTL_MS": [0, 1.5],
+    "TASK_MAX_TTL_MS": [0, "1h"],
+    "TASK_POLL_INTERVAL_MS": [0, True],
+    "TASK_HEARTBEAT_TIMEOUT": [0, "60"],
+    "TASK_MAX_ATTEMPTS": [0, None],
 }
 
 #: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).

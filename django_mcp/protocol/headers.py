@@ -17,7 +17,15 @@ from .jsonrpc import HEADER_MISMATCH, ProtocolError
 
 _SENTINEL = re.compile(r"\A=\?base64\?(.*)\?=\Z", re.DOTALL)
 _TOKEN = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-NAME_PARAM = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: The body field each method's ``Mcp-Name`` mirrors (SEP-2243; ``tasks/*`` from the tasks extension, SEP-2663).
+NAME_PARAM = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def mismatch(message: str) -> ProtocolError:

@@ -471,3 +471,61 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
     schema = {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}
     result = await ctx.elicit("What context should the prompt use?", schema, key="user_context")
     return f"Prompt with context: {(result.content or {}).get('context')}"
+
+
+# -- tools: the tasks extension (SEP-2663, 2026-07-28) ------------------------------------
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greets by name (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Sleeps ``seconds`` then answers; a task for clients that support them, cancellable while it sleeps."""
+    await asyncio.sleep(seconds)
+    return f"computed {label} after {seconds}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Fails as a tool (``isError``) after about a second."""
+    await asyncio.sleep(1)
+    from django_mcp import ToolError
+
+    raise ToolError("failing_job always fails")
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> str:
+    """Ends in a JSON-RPC error: the task fails."""
+    raise MCPError("protocol_error_job hit an internal error")
+
+
+@server.tool(task="optional")
+async def confirm_delete(ctx: Context, filename: str) -> str:
+    """Asks for confirmation, then 'deletes'."""
+    answer = await ctx.elicit(
+        f"Delete {filename}?", {"type": "object", "properties": {"confirm": {"type": "boolean"}}}, key="confirm"
+    )
+    return f"{filename}: {answer.action}"
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks two questions at once."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+    first, second = await ctx.gather(
+        ctx.elicit("First?", schema, key="first"), ctx.elicit("Second?", schema, key="second")
+    )
+    return f"first={first.action}, second={second.action}"
+
+
+@server.tool(task="required", ask_first=True)
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks for a name in the request (multi round-trip), then runs as a task that greets it."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    await ctx.begin_task()
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"

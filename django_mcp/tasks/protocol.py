@@ -1,0 +1,227 @@
+"""The ``tasks/*`` methods and the task branch of ``tools/call``, for both eras.
+
+2025-11-25 (experimental, in the core protocol): the client asks for a task with a
+``task`` parameter on ``tools/call`` (``execution.taskSupport`` says which tools
+allow it) and gets ``{task}``; ``tasks/get``, ``tasks/result`` (blocks until the
+task ends, relaying the tool's questions on its stream), ``tasks/list`` and
+``tasks/cancel`` (returns the cancelled task; -32602 once ended).
+
+2026-07-28 (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663): a client
+declaring the extension in its request's capabilities gets ``resultType: "task"``
+from a task tool; ``tasks/get`` inlines the result, error or ``inputRequests``;
+``tasks/update`` delivers answers; ``tasks/cancel`` acknowledges. A client without
+the extension gets -32021 from ``tasks/*`` and from a ``task="required"`` tool.
+
+A task is found only for the user and OAuth client that created it: anyone else
+gets the same -32602 as for an id that never existed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ..conf import mcp_settings
+from ..exceptions import InvalidParams, MCPError, MethodNotFound
+from ..protocol import cursor
+from ..protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
+from ..protocol.versions import at_least
+from ..sync import run_bookkeeping
+from . import EXTENSION, RELATED_TASK
+
+if TYPE_CHECKING:
+    from ..engine import Exchange
+    from ..models import MCPTask
+    from ..server import MCPServer
+    from ..tools import Tool
+
+#: Methods of the 2026-07-28 extension: not in that revision's schema, so their params are checked here.
+EXTENSION_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+
+_REQUIRED: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+
+
+def declared(ex: Exchange) -> bool:
+    """Whether the request's client declared the tasks extension (2026-07-28, per request)."""
+    extensions = (ex.client_capabilities or {}).get("extensions")
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def wants_task(tool: Tool, params: dict[str, Any], ex: Exchange) -> bool:
+    """Whether this ``tools/call`` becomes a task; raises when the tool and the client cannot agree."""
+    if ex.stateless:
+        if declared(ex):
+            return tool.task_support is not None  # the server decides; a legacy ``task`` param changes nothing
+        if tool.task_support == "required":
+            raise MCPError(
+                f"Tool {tool.name!r} runs only as a task: the client must declare the {EXTENSION} extension",
+                _REQUIRED,
+                code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+            )
+        return False
+    if not at_least(ex.revision, "2025-11-25"):
+        if tool.task_support == "required":
+            raise MethodNotFound(f"Tool {tool.name!r} runs only as a task, which needs protocol revision 2025-11-25")
+        return False
+    asked = isinstance(params.get("task"), dict)
+    if asked and tool.task_support is None:
+        raise MethodNotFound(f"Tool {tool.name!r} does not support task execution")
+    if not asked and tool.task_support == "required":
+        raise MethodNotFound(f"Tool {tool.name!r} must be called as a task (with the task parameter)")
+    return asked
+
+
+async def create(
+    server: MCPServer, tool: Tool, kwargs: dict[str, Any], params: dict[str, Any], ex: Exchange, answers: dict[str, Any]
+) -> dict[str, Any]:
+    """Store and enqueue the task; the ``CreateTaskResult`` of the revision, once ``tasks/get`` can find it."""
+    from . import store
+
+    requested = params.get("task")
+    ttl = store.ttl_for(requested.get("ttl") if isinstance(requested, dict) and not ex.stateless else None)
+    arguments = params.get("arguments")
+    row = await run_bookkeeping(
+        partial(
+            store.create,
+            server=server.name,
+            tool=tool.name,
+            arguments=arguments if isinstance(arguments, dict) else {},
+            revision=ex.revision,
+            owner=store.owner_of(ex.user, ex.auth),
+            scopes=sorted(ex.auth.scopes) if ex.auth is not None else None,
+            session=ex.session_id,
+            client_info=ex.client_info,
+            client_capabilities=ex.client_capabilities,
+            locale=ex.locale,
+            answers=answers,
+            ttl_ms=ttl,
+        )
+    )
+    if ex.stateless:
+        return {"resultType": "task", **store.task_v2(row, detailed=False)}
+    return {"task": store.task_v1(row)}
+
+
+async def _find(params: dict[str, Any], ex: Exchange) -> MCPTask:
+    from . import store
+
+    if ex.stateless and not declared(ex):
+        raise MCPError(
+            f"{ex.method} needs the {EXTENSION} extension: declare it in the request's client capabilities",
+            _REQUIRED,
+            code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+        )
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str):
+        raise InvalidParams("taskId must be a string")
+    row = await run_bookkeeping(store.find, task_id, store.owner_of(ex.user, ex.auth))
+    if row is None:
+        raise InvalidParams("Failed to retrieve task: Task not found")
+    return row
+
+
+async def _get(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    from . import store
+
+    row = await _find(params, ex)
+    return store.task_v2(row, detailed=True) if ex.stateless else store.task_v1(row)
+
+
+async def _update(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    from . import store
+
+    if not ex.stateless:
+        raise MethodNotFound("Method not found: tasks/update")
+    row = await _find(params, ex)
+    responses = params.get("inputResponses")
+    if not isinstance(responses, dict):
+        raise InvalidParams("inputResponses must be an object")
+    pending = row.input_requests or {} if row.status == row.INPUT_REQUIRED else {}
+    for key, value in responses.items():
+        asked = pending.get(key)
+        if isinstance(asked, dict):
+            ex._check_answer(str(asked.get("method", "")), key, value)
+    await run_bookkeeping(store.answer, row, responses)
+    return {}
+
+
+async def _cancel(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    from . import store
+
+    row = await _find(params, ex)
+    cancelled = await run_bookkeeping(store.cancel, row)
+    if ex.stateless:
+        return {}  # an acknowledgement, also for a task that had ended (SEP-2663)
+    if not cancelled:
+        raise InvalidParams(f"Task is already {row.status}: only a working task can be cancelled")
+    await run_bookkeeping(row.refresh_from_db)
+    return store.task_v1(row)
+
+
+async def _result(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    """2025-11-25 ``tasks/result``: wait for the end, asking the client what the tool asks meanwhile."""
+    from . import store
+
+    if ex.stateless:
+        raise MethodNotFound("Method not found: tasks/result")
+    row = await _find(params, ex)
+    owner = store.owner_of(ex.user, ex.auth)
+    wait = 0.1
+    while not row.is_terminal:
+        if row.status == row.INPUT_REQUIRED:
+            await _relay(row, ex)
+            wait = 0.1
+        await asyncio.sleep(wait)
+        wait = min(wait * 1.5, 1.0)
+        found = await run_bookkeeping(store.find, row.pk, owner)
+        if found is None:
+            raise InvalidParams("Failed to retrieve task: Task has expired")
+        row = found
+    related = {RELATED_TASK: {"taskId": row.pk}}
+    if row.status == row.COMPLETED:
+        result = dict(row.result or {"content": []})
+        result.pop("resultType", None)
+        result["_meta"] = {**(result.get("_meta") or {}), **related}
+        return result
+    if row.status == row.FAILED:
+        error = row.error or {}
+        code, message = int(error.get("code", -32603)), str(error.get("message", "Internal error"))
+        raise ProtocolError(code, message, error.get("data"))
+    raise MCPError("The task was cancelled", related)
+
+
+async def _relay(row: MCPTask, ex: Exchange) -> None:
+    """The tool's questions as server->client requests on this stream; the answers resume the task."""
+    from . import store
+
+    answers: dict[str, Any] = {}
+    for key, request in (row.input_requests or {}).items():
+        method = str(request.get("method", ""))
+        request_params = {**(request.get("params") or {}), "_meta": {RELATED_TASK: {"taskId": row.pk}}}
+        answers[key] = await ex.ask(method, request_params, key)
+    if answers:
+        await run_bookkeeping(store.answer, row, answers)
+
+
+async def _list(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    from . import store
+
+    if ex.stateless:
+        raise MethodNotFound("Method not found: tasks/list")
+    size = mcp_settings.PAGE_SIZE
+    offset = cursor.decode(params.get("cursor"), "tasks")
+    rows = await run_bookkeeping(store.listing, store.owner_of(ex.user, ex.auth), offset, size)
+    result: dict[str, Any] = {"tasks": [store.task_v1(r) for r in rows[:size]]}
+    if len(rows) > size:
+        result["nextCursor"] = cursor.encode(offset + size, "tasks")
+    return result
+
+
+HANDLERS = {
+    "tasks/get": _get,
+    "tasks/update": _update,
+    "tasks/cancel": _cancel,
+    "tasks/result": _result,
+    "tasks/list": _list,
+}

@@ -1,0 +1,322 @@
+"""``MCPTask`` rows: create, find for a caller, move through their states, and their wire shapes.
+
+Every function here is sync (run on ``sync.bookkeeping_pool`` by the web side, directly
+by the worker) and every state change is a conditional ``UPDATE``: a task leaves
+``working``/``input_required`` once, so a cancel and a finishing worker cannot both win,
+and a worker that lost its task (its heartbeat went silent and the task ran again
+elsewhere) cannot overwrite the newer run's outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone as dj_timezone
+
+from ..conf import mcp_settings
+from ..models import MCPTask
+
+logger = logging.getLogger("django_mcp")
+
+ACTIVE = (MCPTask.WORKING, MCPTask.INPUT_REQUIRED)
+_MAX_ID = 64
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who may see a task: the user (None: anonymous) and the OAuth client ("" without a token)."""
+
+    user_id: Any
+    client_id: str
+
+
+def owner_of(user: Any, auth: Any) -> Owner:
+    user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+    return Owner(user_id, getattr(auth, "client_id", "") or "")
+
+
+def new_id() -> str:
+    """256 random bits, URL-safe: a task id is a capability nobody can guess."""
+    return secrets.token_urlsafe(32)
+
+
+def ttl_for(requested: Any) -> int | None:
+    """The TTL a task gets: the client's (a positive int of ms) within ``TASK_MAX_TTL_MS``, else the default."""
+    most = mcp_settings.TASK_MAX_TTL_MS
+    ttl = requested if type(requested) is int and requested > 0 else mcp_settings.TASK_DEFAULT_TTL_MS
+    return ttl if most is None else min(ttl, most)
+
+
+def create(
+    *,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    revision: str,
+    owner: Owner,
+    scopes: list[str] | None,
+    session: str | None,
+    client_info: dict[str, Any],
+    client_capabilities: dict[str, Any],
+    locale: str | None,
+    answers: dict[str, Any],
+    ttl_ms: int | None,
+) -> MCPTask:
+    """Store the task and enqueue its run in one transaction: it exists (``tasks/get`` finds it) once we answer.
+
+    With the database backend the queue entry commits with the row, so neither exists
+    without the other. Another backend (RQ, say) that fails to enqueue rolls the row back.
+    """
+    now = dj_timezone.now()
+    row = MCPTask(
+        id=new_id(),
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        protocol_version=revision,
+        user_id=owner.user_id,
+        oauth_client=owner.client_id,
+        scopes=scopes,
+        session=session or "",
+        client_info=client_info,
+        client_capabilities=client_capabilities,
+        locale=locale or "",
+        answers=answers,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=mcp_settings.TASK_POLL_INTERVAL_MS,
+        created=now,
+        updated=now,
+        expires=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
+    )
+    with transaction.atomic():
+        row.save(force_insert=True)
+        _enqueue(row.pk)
+    row.refresh_from_db()
+    return row
+
+
+def _enqueue(task_id: str) -> None:
+    from .jobs import run_tool_call  # defines a Tasks framework task: needs settings and the app registry
+
+    job = run_tool_call.using(backend=mcp_settings.TASK_BACKEND, queue_name=mcp_settings.TASK_QUEUE)
+    result = job.enqueue(task_id)
+    MCPTask.objects.filter(pk=task_id).update(backend_id=str(result.id)[:64])
+
+
+def find(task_id: Any, owner: Owner) -> MCPTask | None:
+    """The caller's live task ``task_id``, or None (unknown, someone else's, or expired)."""
+    if not isinstance(task_id, str) or not task_id or len(task_id) > _MAX_ID:
+        return None
+    row: MCPTask | None = MCPTask.objects.filter(
+        pk=task_id, user_id=owner.user_id, oauth_client=owner.client_id
+    ).first()
+    if row is None:
+        return None
+    now = dj_timezone.now()
+    if row.expires is not None and row.expires <= now:
+        return None
+    if row.status == MCPTask.WORKING and row.started is not None and _silent(row, now):
+        recover(row)
+        row.refresh_from_db()
+    return row
+
+
+def _silent(row: MCPTask, now: datetime) -> bool:
+    beat = row.heartbeat or row.started
+    return beat is not None and (now - beat).total_seconds() > mcp_settings.TASK_HEARTBEAT_TIMEOUT
+
+
+def recover(row: MCPTask) -> None:
+    """A running task whose worker went silent (killed, host lost): run it again, or fail it after the last run."""
+    now = dj_timezone.now()
+    silent = MCPTask.objects.filter(pk=row.pk, status=MCPTask.WORKING, attempts=row.attempts, heartbeat=row.heartbeat)
+    if row.attempts < mcp_settings.TASK_MAX_ATTEMPTS:
+        with transaction.atomic():
+            if silent.update(started=None, heartbeat=None, updated=now, status_message="Restarting: worker lost"):
+                _enqueue(row.pk)
+                logger.warning("django_mcp: task %s lost its worker; running it again", row.pk[:8])
+        return
+    silent.update(
+        status=MCPTask.FAILED,
+        error={"code": -32603, "message": "The worker running this task stopped"},
+        status_message="The worker running this task stopped",
+        finished=now,
+        updated=now,
+    )
+
+
+def requeue(task_id: str, attempt: int) -> None:
+    """The worker is shutting down mid-run (SIGTERM, Ctrl-C): hand the task to the next worker now."""
+    with transaction.atomic():
+        if MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).update(
+            heartbeat=None, started=None, updated=dj_timezone.now(), status_message="Restarting: worker stopped"
+        ):
+            _enqueue(task_id)
+
+
+def cancel(row: MCPTask) -> bool:
+    """Move an active task to ``cancelled``; False when it had already ended. A running tool is told by its worker."""
+    now = dj_timezone.now()
+    return bool(
+        MCPTask.objects.filter(pk=row.pk, status__in=ACTIVE).update(
+            status=MCPTask.CANCELLED, cancel_requested=True, status_message="Cancelled", finished=now, updated=now
+        )
+    )
+
+
+def answer(row: MCPTask, responses: dict[str, Any]) -> bool:
+    """Record answers to outstanding input requests; the task runs again once none is left.
+
+    Keys that are not outstanding (never asked, already answered) are ignored. Returns
+    whether the task went back to ``working``.
+    """
+    with transaction.atomic():
+        locked = MCPTask.objects.select_for_update().filter(pk=row.pk, status=MCPTask.INPUT_REQUIRED).first()
+        if locked is None:
+            return False
+        pending = dict(locked.input_requests or {})
+        taken = {key: value for key, value in responses.items() if key in pending}
+        if not taken:
+            return False
+        answers = {**(locked.answers or {}), **taken}
+        for key in taken:
+            pending.pop(key)
+        now = dj_timezone.now()
+        if pending:
+            MCPTask.objects.filter(pk=row.pk).update(answers=answers, input_requests=pending, updated=now)
+            return False
+        MCPTask.objects.filter(pk=row.pk).update(
+            answers=answers,
+            input_requests={},
+            status=MCPTask.WORKING,
+            status_message="",
+            started=None,
+            heartbeat=None,
+            updated=now,
+        )
+        _enqueue(row.pk)
+        return True
+
+
+# -- the worker's side ----------------------------------------------------------------
+
+
+def claim(task_id: str) -> MCPTask | None:
+    """Start a run: the row with ``started``/``heartbeat`` set and ``attempts`` counted, or None when it ended."""
+    now = dj_timezone.now()
+    with transaction.atomic():
+        row: MCPTask | None = (
+            MCPTask.objects.select_for_update().filter(pk=task_id, status=MCPTask.WORKING, started=None).first()
+        )
+        if row is None:
+            return None
+        row.attempts += 1
+        row.started = row.heartbeat = row.updated = now
+        row.save(update_fields=["attempts", "started", "heartbeat", "updated"])
+    return row
+
+
+def beat(task_id: str, attempt: int) -> bool:
+    """Renew the run's heartbeat; False when the task was cancelled, ended or handed to another run."""
+    return bool(
+        MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).update(heartbeat=dj_timezone.now())
+    )
+
+
+def still_running(task_id: str, attempt: int) -> bool:
+    return bool(MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).exists())
+
+
+def progress(task_id: str, attempt: int, message: str) -> None:
+    MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).update(
+        status_message=message[:2000], updated=dj_timezone.now()
+    )
+
+
+def finish(
+    task_id: str, attempt: int, status: str, *, result: Any = None, error: Any = None, message: str = ""
+) -> bool:
+    """End the run: ``completed`` with a result, ``failed`` with a JSON-RPC error. False when it ended already."""
+    now = dj_timezone.now()
+    return bool(
+        MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).update(
+            status=status, result=result, error=error, status_message=message, finished=now, updated=now
+        )
+    )
+
+
+def park(task_id: str, attempt: int, requests: dict[str, Any]) -> bool:
+    """The tool needs the client's input: ``input_required`` with the requests, until ``tasks/update``."""
+    return bool(
+        MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).update(
+            status=MCPTask.INPUT_REQUIRED,
+            input_requests=requests,
+            status_message="Waiting for input",
+            started=None,
+            heartbeat=None,
+            updated=dj_timezone.now(),
+        )
+    )
+
+
+def expired(now: datetime | None = None) -> int:
+    """Delete tasks past their TTL (``mcp_cleanup``); the count deleted."""
+    deleted, _ = MCPTask.objects.filter(expires__lte=now or dj_timezone.now()).delete()
+    return int(deleted)
+
+
+def listing(owner: Owner, offset: int, size: int) -> list[MCPTask]:
+    now = dj_timezone.now()
+    rows = MCPTask.objects.filter(user_id=owner.user_id, oauth_client=owner.client_id).exclude(expires__lte=now)
+    return list(rows.order_by("-created", "pk")[offset : offset + size + 1])
+
+
+# -- wire shapes ----------------------------------------------------------------------
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_v1(row: MCPTask) -> dict[str, Any]:
+    """The 2025-11-25 ``Task`` (``ttl``/``pollInterval``)."""
+    d: dict[str, Any] = {
+        "taskId": row.pk,
+        "status": row.status,
+        "createdAt": iso(row.created),
+        "lastUpdatedAt": iso(row.updated),
+        "ttl": row.ttl_ms,
+    }
+    if row.status not in MCPTask.TERMINAL:
+        d["pollInterval"] = row.poll_interval_ms
+    if row.status_message:
+        d["statusMessage"] = row.status_message
+    return d
+
+
+def task_v2(row: MCPTask, *, detailed: bool) -> dict[str, Any]:
+    """The 2026-07-28 extension's ``Task`` (``ttlMs``/``pollIntervalMs``), ``DetailedTask`` when ``detailed``."""
+    d: dict[str, Any] = {
+        "taskId": row.pk,
+        "status": row.status,
+        "createdAt": iso(row.created),
+        "lastUpdatedAt": iso(row.updated),
+        "ttlMs": row.ttl_ms,
+    }
+    if row.status not in MCPTask.TERMINAL:
+        d["pollIntervalMs"] = row.poll_interval_ms
+    if row.status_message:
+        d["statusMessage"] = row.status_message
+    if detailed:
+        if row.status == MCPTask.INPUT_REQUIRED:
+            d["inputRequests"] = row.input_requests or {}
+        elif row.status == MCPTask.COMPLETED:
+            d["result"] = row.result or {"content": []}
+        elif row.status == MCPTask.FAILED:
+            d["error"] = row.error or {"code": -32603, "message": "Internal error"}
+    return d
