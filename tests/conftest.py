@@ -207,6 +207,33 @@ def spawn_server(
     raise RuntimeError(f"{name} did not start:\n{log.read_text()}")
 
 
+@dataclass
+class TaskWorker:
+    """A real ``manage.py db_worker`` (django-tasks-db) process running MCP tasks for a live server."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, grace: float = 10) -> None:
+        stop_process(self.process, grace)
+
+    def kill(self) -> None:
+        """``kill -9``: the worker dies mid-task, as on a lost host."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def start_task_worker(env: dict[str, str], log: Path, cwd: Path = ROOT, interval: float = 0.1) -> TaskWorker:
+    """Start ``db_worker`` on the live server's database (migrated already: start the server first)."""
+    command = [
+        sys.executable, "-m", "django", "db_worker",
+        "--interval", str(interval), "--no-startup-delay", "--no-reload",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    return TaskWorker(process, log)
+
+
 @pytest.fixture(scope="session")
 def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("live")
