@@ -7,7 +7,7 @@ The test settings, minus the test app, serving the dedicated fixture server of
 import os
 
 from tests.settings import *  # noqa: F403
-from tests.settings import BASE_DIR, DATABASES, INSTALLED_APPS
+from tests.settings import BASE_DIR, DATABASES, INSTALLED_APPS, SILENCED_SYSTEM_CHECKS
 
 DEBUG = False
 TEST_APPS = ("tests.testapp", "tests.drfapp", "tests.promptapp", "tests.modelapp")
@@ -26,3 +26,4 @@ DJANGO_MCP = {
     "SSE_KEEPALIVE": 15,
     "SSE_RETRY_MS": 500,
 }
+SILENCED_SYSTEM_CHECKS = [*SILENCED_SYSTEM_CHECKS, "django_mcp.W004"]  # the suite names the fixtures; no titles
