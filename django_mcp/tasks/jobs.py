@@ -35,6 +35,7 @@ from ..sync import run_bookkeeping
 from ..unavailable import DatabaseUnavailable, database_error
 from . import store
 from .framework import task_decorator
+from .notify import announce
 
 logger = logging.getLogger("django_mcp")
 
@@ -188,28 +189,33 @@ async def execute(task_id: str) -> None:
 
 
 async def _store(task_id: str, attempt: int, work: asyncio.Future[dict[str, Any]]) -> None:
+    if await _outcome(task_id, attempt, work):
+        row = await _book(MCPTask.objects.filter(pk=task_id).first)
+        if row is not None:
+            await announce(row)
+
+
+async def _outcome(task_id: str, attempt: int, work: asyncio.Future[dict[str, Any]]) -> bool:
+    """Store how the run ended; whether the task's status changed."""
     try:
         result = work.result()
     except InputRequired as need:
-        await _book(store.park, task_id, attempt, need.requests)
-        return
+        return bool(await _book(store.park, task_id, attempt, need.requests))
     except ProtocolError as exc:
         error: dict[str, Any] = {"code": exc.code, "message": exc.message}
         if exc.data is not None:
             error["data"] = exc.data
-        await _book(store.finish, task_id, attempt, MCPTask.FAILED, error=error, message=exc.message)
-        return
+        return bool(await _book(store.finish, task_id, attempt, MCPTask.FAILED, error=error, message=exc.message))
     except asyncio.CancelledError:
-        return
+        return False
     except Exception as exc:
         lost = database_error(exc)
         if lost is not None:
             raise  # the database went away mid-run: the framework records the failure; the heartbeat recovers it
         logger.exception("django_mcp: task %s failed", task_id[:8])
         error = {"code": jsonrpc.INTERNAL_ERROR, "message": "Internal error"}
-        await _book(store.finish, task_id, attempt, MCPTask.FAILED, error=error, message="Internal error")
-        return
-    await _book(store.finish, task_id, attempt, MCPTask.COMPLETED, result=result)
+        return bool(await _book(store.finish, task_id, attempt, MCPTask.FAILED, error=error, message="Internal error"))
+    return bool(await _book(store.finish, task_id, attempt, MCPTask.COMPLETED, result=result))
 
 
 @task_decorator()  # type: ignore[untyped-decorator]  # django.tasks or its backport, typed as Any here

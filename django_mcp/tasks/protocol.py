@@ -103,15 +103,20 @@ async def create(
     return {"task": store.task_v1(row)}
 
 
-async def _find(params: dict[str, Any], ex: Exchange) -> MCPTask:
-    from . import store
-
+def require_extension(ex: Exchange, what: str) -> None:
+    """-32021 for a 2026-07-28 request about tasks from a client that did not declare the extension."""
     if ex.stateless and not declared(ex):
         raise MCPError(
-            f"{ex.method} needs the {EXTENSION} extension: declare it in the request's client capabilities",
+            f"{what} needs the {EXTENSION} extension: declare it in the request's client capabilities",
             _REQUIRED,
             code=MISSING_REQUIRED_CLIENT_CAPABILITY,
         )
+
+
+async def _find(params: dict[str, Any], ex: Exchange) -> MCPTask:
+    from . import store
+
+    require_extension(ex, ex.method)
     task_id = params.get("taskId")
     if not isinstance(task_id, str):
         raise InvalidParams("taskId must be a string")
@@ -142,7 +147,8 @@ async def _update(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
         asked = pending.get(key)
         if isinstance(asked, dict):
             ex._check_answer(str(asked.get("method", "")), key, value)
-    await run_bookkeeping(store.answer, row, responses)
+    if await run_bookkeeping(store.answer, row, responses):
+        await _announce(row)
     return {}
 
 
@@ -151,6 +157,8 @@ async def _cancel(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
 
     row = await _find(params, ex)
     cancelled = await run_bookkeeping(store.cancel, row)
+    if cancelled:
+        await _announce(row)
     if ex.stateless:
         return {}  # an acknowledgement, also for a task that had ended (SEP-2663)
     if not cancelled:
@@ -200,8 +208,17 @@ async def _relay(row: MCPTask, ex: Exchange) -> None:
         method = str(request.get("method", ""))
         request_params = {**(request.get("params") or {}), "_meta": {RELATED_TASK: {"taskId": row.pk}}}
         answers[key] = await ex.ask(method, request_params, key)
-    if answers:
-        await run_bookkeeping(store.answer, row, answers)
+    if not answers:
+        return
+    if await run_bookkeeping(store.answer, row, answers):
+        await _announce(row)
+
+
+async def _announce(row: MCPTask) -> None:
+    from .notify import announce
+
+    await run_bookkeeping(row.refresh_from_db)
+    await announce(row)
 
 
 async def _list(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:

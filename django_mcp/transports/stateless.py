@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .. import dispatch
 from ..engine import Exchange
 from ..protocol import jsonrpc
-from ..routing import BROADCAST, hub
+from ..protocol.jsonrpc import ProtocolError
+from ..routing import hub
 from ..subscriptions import ListenFilter
 from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event, stream_slot
 
@@ -75,7 +76,11 @@ class StatelessMixin:
         listen_filter = ListenFilter(request)
         server = self.get_server()
         user, auth = self.scope.get("user"), self.scope.get("mcp_auth")
-        await listen_filter.restrict(server, Exchange(server, request, revision, None, user, None, auth=auth))
+        try:
+            await listen_filter.restrict(server, Exchange(server, request, revision, None, user, None, auth=auth))
+        except ProtocolError as exc:  # task ids from a client without the tasks extension: -32021
+            status = dispatch.status_for({"error": {"code": exc.code}})
+            raise HTTPError(status, exc.code, exc.message, exc.data, request.id) from None
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
 
         def on_broadcast(payload: dict[str, Any]) -> None:
@@ -88,13 +93,17 @@ class StatelessMixin:
             return False
 
         with stream_slot():
-            await hub.join(BROADCAST, on_broadcast)
+            joined: list[str] = []
             try:
+                for group in listen_filter.groups:
+                    await hub.join(group, on_broadcast)
+                    joined.append(group)
                 await self.send_headers(status=200, headers=SSE_HEADERS)
                 await self.safe_body(sse_event(jsonrpc.dumps(listen_filter.acknowledgement())), more=True)
                 await pump(self, queue, emit)  # a drain ends it: the client listens again on another worker
             finally:
-                await hub.leave(BROADCAST, on_broadcast)
+                for group in joined:
+                    await hub.leave(group, on_broadcast)
 
 
 __all__ = ["StatelessMixin"]

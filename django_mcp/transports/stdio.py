@@ -450,13 +450,17 @@ class StdioTransport:
                 changes.put_nowait(message)
 
         outlet.listen_id = request.id
-        await hub.join(BROADCAST, on_broadcast)
+        joined: list[str] = []
         try:
+            for group in listen_filter.groups:
+                await hub.join(group, on_broadcast)
+                joined.append(group)
             await outlet.send(listen_filter.acknowledgement())
             while True:
                 await outlet.send(await changes.get())
         finally:
-            await hub.leave(BROADCAST, on_broadcast)
+            for group in joined:
+                await hub.leave(group, on_broadcast)
 
     # -- shutdown --------------------------------------------------------------------------
     async def _drain(self) -> None:
