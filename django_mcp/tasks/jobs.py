@@ -21,7 +21,6 @@ import importlib
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 
 from ..conf import mcp_settings
@@ -222,7 +221,9 @@ async def _outcome(task_id: str, attempt: int, work: asyncio.Future[dict[str, An
 def run_tool_call(task_id: str) -> None:
     """The Tasks framework entry point: run MCP task ``task_id`` (its row says what and for whom)."""
     try:
-        async_to_sync(execute)(task_id)
+        # A loop of its own, not async_to_sync's: sync tools and our queries then run on the pools'
+        # own threads, so the watcher's queries never wait behind a long sync tool.
+        asyncio.run(execute(task_id))
     except (KeyboardInterrupt, SystemExit):  # the worker is stopping: give the task to the next one now
         row = MCPTask.objects.filter(pk=task_id).only("attempts").first()
         if row is not None:

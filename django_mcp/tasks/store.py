@@ -13,6 +13,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -20,6 +21,7 @@ from django.utils import timezone as dj_timezone
 
 from ..conf import mcp_settings
 from ..models import MCPTask
+from .framework import runs_in_process
 
 logger = logging.getLogger("django_mcp")
 
@@ -101,6 +103,18 @@ def create(
 
 
 def _enqueue(task_id: str) -> None:
+    """Queue a run of the task, inside the caller's transaction: it commits (or not) with the row's change.
+
+    A backend that runs tasks in this process (``ImmediateBackend``) runs it right here, so
+    the run starts after the commit instead, when other connections can see the row.
+    """
+    if runs_in_process(mcp_settings.TASK_BACKEND):
+        transaction.on_commit(partial(_send, task_id))
+    else:
+        _send(task_id)
+
+
+def _send(task_id: str) -> None:
     from .jobs import run_tool_call  # defines a Tasks framework task: needs settings and the app registry
 
     job = run_tool_call.using(backend=mcp_settings.TASK_BACKEND, queue_name=mcp_settings.TASK_QUEUE)
