@@ -32,6 +32,7 @@ from .content import image
 from .context import Context
 from .exceptions import ToolError
 from .signature import EMPTY, Parameter, Signature, arguments_model, model_name, model_parameters, parse_docstring
+from .tasks import TaskSupport
 from .tools import Tool
 
 #: Keyword under which generated tool functions receive the ``Context``.
@@ -198,6 +199,7 @@ def view_tool(
     scopes: Sequence[str] = (),
     permissions: Sequence[str] = (),
     check: Check | None = None,
+    task: TaskSupport | None = None,
 ) -> ViewTool:
     """Expose a function-based view as a tool.
 
@@ -206,6 +208,7 @@ def view_tool(
     sent as the query string for GET/DELETE and as the body (``form`` or
     ``json``) otherwise. ``output`` (a pydantic-compatible type) parses a JSON
     response into ``structuredContent`` and publishes its ``outputSchema``.
+    ``task`` ("optional"/"required") runs the view as an MCP task (docs/tasks.md).
     """
     method = method.upper()
     sig = inspect.signature(view)
@@ -285,6 +288,7 @@ def view_tool(
         scopes=list(scopes),
         permissions=list(permissions),
         check=check,
+        task_support=task,
     )
     tool.view, tool.http_method, tool.url_kwargs = view, method, url_kwargs
     return tool

@@ -36,6 +36,7 @@ from ..access import Check
 from ..context import Context
 from ..signature import EMPTY, Parameter, Signature, arguments_model, model_name
 from ..sync import run_sync
+from ..tasks import TaskSupport
 from ..tools import Tool
 from ..view_tools import CTX, WRITE_METHODS, build_request, default_annotations, error_text, handler, refuse_or_fail
 
@@ -296,6 +297,7 @@ def drf_tool(
     scopes: Sequence[str] = (),
     permissions: Sequence[str] = (),
     check: Check | None = None,
+    task: TaskSupport | None = None,
 ) -> DRFTool:
     """One tool for a DRF view: an ``APIView``, an ``@api_view`` function, or one viewset ``action``.
 
@@ -303,6 +305,7 @@ def drf_tool(
     for a list) replace what ``get_serializer()`` gives, for views without a
     ``serializer_class``. ``url_kwargs`` names URL arguments of a plain APIView;
     viewsets and generic detail views get their lookup argument automatically.
+    ``task`` ("optional"/"required") runs the view as an MCP task (docs/tasks.md).
     """
     cls = _view_class(view)
     is_viewset = issubclass(cls, ViewSetMixin)
@@ -428,6 +431,7 @@ def drf_tool(
         scopes=list(scopes),
         permissions=list(permissions),
         check=check,
+        task_support=task,
         input_schema=input_schema,
         view_class=cls,
         action=action,

@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import threading
 from typing import Any
 
+from asgiref.sync import AsyncToSync
 from django.conf import settings
 
 from ..conf import mcp_settings
@@ -67,7 +69,9 @@ class TaskExchange(Exchange):
         self.attempt = row.attempts
         self.in_task = True
         self.answers = dict(row.answers or {})
-        self._last_message = ""
+        self.progress_token = row.pk  # progress always counts in a task: its message is the statusMessage
+        #: The newest progress message; the watcher stores it as the task's ``statusMessage``.
+        self.message = ""
 
     async def ask(self, method: str, params: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         if key is None:
@@ -80,12 +84,15 @@ class TaskExchange(Exchange):
         raise InputRequired(key, method, params, self.used)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
-        """A progress message becomes the task's ``statusMessage``; logs go to the worker's log."""
+        """A progress message becomes the task's ``statusMessage`` (the watcher stores it); logs go to the log.
+
+        Not stored here: a sync tool's ``async_to_sync(ctx.report_progress)`` would write on the
+        tool's own connection, inside its ``ATOMIC_TOOL_CALLS`` transaction, unseen until the end.
+        """
         if method == "notifications/progress":
             message = params.get("message")
-            if isinstance(message, str) and message != self._last_message:
-                self._last_message = message
-                await run_bookkeeping(store.progress, self.task_id, self.attempt, message)
+            if isinstance(message, str):
+                self.message = message
         elif method == "notifications/message":
             logger.info("django_mcp task %s: %s", self.task_id[:8], params.get("data"))
 
@@ -165,12 +172,16 @@ async def execute(task_id: str) -> None:
     work = asyncio.ensure_future(_call(server, ex))
     beat_every = max(WATCH_INTERVAL, mcp_settings.TASK_HEARTBEAT_TIMEOUT / 4)
     since_beat = 0.0
+    stored_message = ""
     while not work.done():
         await asyncio.wait({work}, timeout=WATCH_INTERVAL)
         if work.done():
             break
         since_beat += WATCH_INTERVAL
         try:
+            if ex.message != stored_message:
+                stored_message = ex.message
+                await run_bookkeeping(store.progress, task_id, attempt, stored_message)
             if since_beat >= beat_every:
                 since_beat = 0.0
                 alive = await run_bookkeeping(store.beat, task_id, attempt)
@@ -223,7 +234,12 @@ def run_tool_call(task_id: str) -> None:
     try:
         # A loop of its own, not async_to_sync's: sync tools and our queries then run on the pools'
         # own threads, so the watcher's queries never wait behind a long sync tool.
-        asyncio.run(execute(task_id))
+        if getattr(AsyncToSync.executors, "current", None) is None:
+            asyncio.run(execute(task_id))
+        else:  # in-process backend under an async caller (a test client): a clean thread, as a worker has
+            runner = threading.Thread(target=asyncio.run, args=(execute(task_id),), daemon=True)
+            runner.start()
+            runner.join()
     except (KeyboardInterrupt, SystemExit):  # the worker is stopping: give the task to the next one now
         row = MCPTask.objects.filter(pk=task_id).only("attempts").first()
         if row is not None:
