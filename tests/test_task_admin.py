@@ -12,6 +12,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -20,6 +21,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from django_mcp import Context, MCPServer
 from django_mcp.models import MCPTask
 
 pytestmark = pytest.mark.django_db
@@ -199,3 +201,23 @@ def test_mcp_cleanup_deletes_expired_tasks(tasks: dict[str, MCPTask]) -> None:
         tasks["asking"].pk,
         forever.pk,
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_progress_message_of_a_task_run_is_its_status_message() -> None:
+    """``ctx.report_progress(message=...)`` in a worker's run sets the task's ``statusMessage``."""
+    from django_mcp.tasks.jobs import execute
+
+    server = MCPServer(name="task-admin-tests")
+
+    @server.tool(task="optional")
+    async def halfway(ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "Half way")
+        row = await sync_to_async(MCPTask.objects.get)(pk=ctx.task_id)
+        return row.status_message
+
+    task = make_task(server="task-admin-tests", tool="halfway", arguments={}, protocol_version="2025-11-25")
+    async_to_sync(execute)(task.pk)
+    task.refresh_from_db()
+    assert task.status == MCPTask.COMPLETED, task.error
+    assert task.result["content"][0]["text"] == "Half way"
