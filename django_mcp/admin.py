@@ -168,35 +168,17 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_select_related = ("user",)
     date_hierarchy = "created"
     actions = ["cancel_tasks"]
-    base_fields = (
-        "id",
-        "server",
-        "tool",
-        "status",
-        "status_message",
-        "cancel_requested",
-        "user",
-        "oauth_client",
-        "scopes",
-        "session_prefix",
-        "protocol_version",
-        "client",
-        "locale",
-        "arguments_json",
-        "input_requests_json",
-        "answers_json",
-        "created",
-        "started",
-        "heartbeat",
-        "finished",
-        "updated",
-        "expires",
-        "duration",
-        "attempts",
-        "ttl_ms",
-        "poll_interval_ms",
-        "backend_id",
+    sections: tuple[tuple[Any, tuple[str, ...]], ...] = (
+        (None, ("id", "server", "tool", "arguments_json", "status", "status_message", "cancel_requested")),
+        (_("Caller"), ("user", "oauth_client", "scopes", "session_prefix", "protocol_version", "client", "locale")),
+        (_("Input"), ("input_requests_json", "answers_json")),
+        (
+            _("Timings"),
+            ("created", "started", "heartbeat", "finished", "updated", "expires", "duration", "attempts", "ttl_ms"),
+        ),
+        (_("Worker"), ("poll_interval_ms", "backend_id")),
     )
+    base_fields = tuple(name for _title, names in sections for name in names)
     result_fields = ("result_json", "error_json")
 
     @admin.display(description=_("task"), ordering="id")
@@ -245,6 +227,12 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if request.user.has_perm(RESULT_PERMISSION):
             return self.base_fields + self.result_fields
         return self.base_fields
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets: list[tuple[Any, dict[str, Any]]] = [(title, {"fields": names}) for title, names in self.sections]
+        if request.user.has_perm(RESULT_PERMISSION):
+            fieldsets.insert(1, (_("Outcome"), {"fields": self.result_fields}))
+        return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return self.get_fields(request, obj)

@@ -150,7 +150,9 @@ def test_results_and_errors_need_their_permission(tasks: dict[str, MCPTask]) -> 
         hidden = get(plain, detail(task))
         assert secret not in hidden and "Page 3" not in hidden
         assert task.tool in hidden  # the rest of the page is there
-        assert secret in get(allowed, detail(task))
+        shown = get(allowed, detail(task))
+        assert secret in shown and "Outcome" in shown
+        assert "Outcome" not in hidden and "Timings" in hidden
         assert secret in get(boss, detail(task))
     assert SECRET_RESULT not in get(plain, CHANGELIST) and SECRET_ERROR not in get(plain, CHANGELIST)
 
