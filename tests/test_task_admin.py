@@ -6,6 +6,7 @@ Django's test client drives the real admin views over real ``MCPTask`` rows.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from datetime import timedelta
 from io import StringIO
@@ -223,3 +224,34 @@ def test_progress_message_of_a_task_run_is_its_status_message() -> None:
     task.refresh_from_db()
     assert task.status == MCPTask.COMPLETED, task.error
     assert task.result["content"][0]["text"] == "Half way"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stopping_worker_stops_its_run() -> None:
+    """On the worker's second SIGTERM/Ctrl-C the run stops at once and stores nothing (the task is handed on),
+    instead of going on in ``async_to_sync``'s loop thread, which the exiting worker would wait for forever."""
+    import threading
+    import time
+
+    from django_mcp.tasks import jobs
+
+    server = MCPServer(name="task-admin-tests-stop")
+
+    @server.tool(task="optional")
+    async def forever(ctx: Context) -> str:
+        await asyncio.sleep(60)
+        return "never"
+
+    task = make_task(server="task-admin-tests-stop", tool="forever", arguments={}, protocol_version="2025-11-25")
+    run = threading.Thread(target=async_to_sync(jobs.execute), args=(task.pk,))
+    run.start()
+    deadline = time.monotonic() + 10
+    while task.pk not in jobs._running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert task.pk in jobs._running
+    jobs._stop(task.pk)
+    run.join(5)
+    assert not run.is_alive()
+    assert task.pk not in jobs._running
+    task.refresh_from_db()
+    assert task.status == MCPTask.WORKING and task.attempts == 1 and task.result is None
