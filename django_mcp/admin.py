@@ -1,4 +1,4 @@
-"""Admin for MCP sessions and OAuth clients: who is connected, with what, and ways to cut them off."""
+"""Admin for MCP sessions, tasks and OAuth clients: who is connected, with what, and ways to cut them off."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .models import InitialAccessToken, MCPClient, MCPSession
+from .models import InitialAccessToken, MCPClient, MCPSession, MCPTask
 from .sessions import end_sessions_sync
 
 #: Characters of a session id the admin shows, and the longer prefix its URLs and checkboxes use as a key.
@@ -125,6 +125,131 @@ class MCPSessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             ngettext("Ended %d session.", "Ended %d sessions.", n) % n,
             messages.SUCCESS,
         )
+
+
+#: The permission (``app_label.codename``) that shows a task's result or error in the admin.
+RESULT_PERMISSION = "django_mcp.view_mcptask_result"
+
+
+def _json(value: Any) -> str:
+    """A JSON field as an indented, escaped ``<pre>`` block."""
+    import json
+
+    from django.utils.html import format_html
+
+    if value is None or value == {} or value == []:
+        return "—"
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+@admin.register(MCPTask)
+class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Task-augmented tool calls: who started what, where it stands, how long it took.
+
+    Everything is read-only: tasks change only through the protocol, their worker, or the
+    cancel action here. A task's result or error can carry the caller's data, so it is
+    shown only to staff with the ``view_mcptask_result`` permission.
+    """
+
+    list_display = (
+        "short_id",
+        "tool",
+        "status",
+        "user",
+        "oauth_client",
+        "created",
+        "started",
+        "finished",
+        "duration",
+        "attempts",
+    )
+    list_filter = ("status", "tool", "created")
+    search_fields = ("^id", "tool", "user__username", "oauth_client")  # ^: a pasted prefix finds its task
+    list_select_related = ("user",)
+    date_hierarchy = "created"
+    actions = ["cancel_tasks"]
+    sections: tuple[tuple[Any, tuple[str, ...]], ...] = (
+        (None, ("id", "server", "tool", "arguments_json", "status", "status_message", "cancel_requested")),
+        (_("Caller"), ("user", "oauth_client", "scopes", "session_prefix", "protocol_version", "client", "locale")),
+        (_("Input"), ("input_requests_json", "answers_json")),
+        (
+            _("Timings"),
+            ("created", "started", "heartbeat", "finished", "updated", "expires", "duration", "attempts", "ttl_ms"),
+        ),
+        (_("Worker"), ("poll_interval_ms", "backend_id")),
+    )
+    base_fields = tuple(name for _title, names in sections for name in names)
+    result_fields = ("result_json", "error_json")
+
+    @admin.display(description=_("task"), ordering="id")
+    def short_id(self, obj: MCPTask) -> str:
+        return obj.pk[:SHOWN_PREFIX] + "…"
+
+    @admin.display(description=_("duration"))
+    def duration(self, obj: MCPTask) -> str:
+        """From creation to the end, or to now while the task is active."""
+        from django.utils import timezone
+
+        seconds = max(0, int(((obj.finished or timezone.now()) - obj.created).total_seconds()))
+        text = f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+        return text if obj.finished else f"{text} …"
+
+    @admin.display(description=_("session"))
+    def session_prefix(self, obj: MCPTask) -> str:
+        return session_prefix(obj.session) if obj.session else "—"
+
+    @admin.display(description=_("client"))
+    def client(self, obj: MCPTask) -> str:
+        info = obj.client_info or {}
+        return f"{info.get('name', '?')} {info.get('version', '')}".strip() if info else "—"
+
+    @admin.display(description=_("arguments"))
+    def arguments_json(self, obj: MCPTask) -> str:
+        return _json(obj.arguments)
+
+    @admin.display(description=_("input requests"))
+    def input_requests_json(self, obj: MCPTask) -> str:
+        return _json(obj.input_requests)
+
+    @admin.display(description=_("answers"))
+    def answers_json(self, obj: MCPTask) -> str:
+        return _json(obj.answers)
+
+    @admin.display(description=_("result"))
+    def result_json(self, obj: MCPTask) -> str:
+        return _json(obj.result)
+
+    @admin.display(description=_("error"))
+    def error_json(self, obj: MCPTask) -> str:
+        return _json(obj.error)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        if request.user.has_perm(RESULT_PERMISSION):
+            return self.base_fields + self.result_fields
+        return self.base_fields
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets: list[tuple[Any, dict[str, Any]]] = [(title, {"fields": names}) for title, names in self.sections]
+        if request.user.has_perm(RESULT_PERMISSION):
+            fieldsets.insert(1, (_("Outcome"), {"fields": self.result_fields}))
+        return fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return self.get_fields(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """The change permission allows the cancel action; a task's page has nothing to save."""
+        return obj is None and super().has_change_permission(request)
+
+    @admin.action(description=_("Cancel selected tasks"), permissions=["change"])
+    def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[MCPTask]) -> None:
+        from .tasks import store
+
+        n = sum(1 for row in queryset.filter(status__in=store.ACTIVE) if store.cancel(row))
+        self.message_user(request, ngettext("Cancelled %d task.", "Cancelled %d tasks.", n) % n, messages.SUCCESS)
 
 
 class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]

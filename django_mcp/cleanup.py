@@ -1,4 +1,5 @@
-"""What ``manage.py mcp_cleanup`` prunes: expired and old sessions, stored events a cache keeps, spent OAuth codes.
+"""What ``manage.py mcp_cleanup`` prunes: expired and old sessions, stored events a cache keeps, spent OAuth
+codes, and tasks past their TTL.
 
 Each step counts first and changes nothing when ``dry_run`` is set, so an operator
 can see what a run would do. Deletes go in batches to keep each transaction short on
@@ -27,6 +28,7 @@ class Counts:
     deleted: int = 0  # ended sessions past SESSION_RETENTION, deleted
     events: int | None = 0  # expired stored events deleted; None: the cache expires them itself
     spent_codes: int | None = 0  # OAuth authorization-code checksums past their use; None: OAuth not installed
+    tasks: int = 0  # tasks past their TTL (MCPTask.expires), deleted
 
 
 def expire_sessions(dry_run: bool) -> int:
@@ -92,6 +94,16 @@ def prune_spent_codes(dry_run: bool) -> int | None:
     return prune(dry_run=dry_run)
 
 
+def delete_expired_tasks(dry_run: bool) -> int:
+    """Tasks past their TTL, whatever their state: ``tasks/get`` no longer finds them."""
+    from .models import MCPTask
+    from .tasks import store
+
+    if dry_run:
+        return int(MCPTask.objects.filter(expires__lte=timezone.now()).count())
+    return store.expired()
+
+
 def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     """Run every step; ``retention`` overrides ``SESSION_RETENTION`` (seconds)."""
     keep = float(mcp_settings.SESSION_RETENTION if retention is None else retention)
@@ -100,4 +112,5 @@ def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     counts.deleted = delete_ended(keep, dry_run)
     counts.events = delete_expired_events(dry_run)
     counts.spent_codes = prune_spent_codes(dry_run)
+    counts.tasks = delete_expired_tasks(dry_run)
     return counts

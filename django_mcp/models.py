@@ -207,6 +207,7 @@ class MCPTask(models.Model):
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["user", "oauth_client", "created"], name="django_mcp_task_owner_idx")
         ]
+        permissions = (("view_mcptask_result", "Can view task results and errors"),)
 
     def __str__(self) -> str:
         return f"{self.tool} ({self.status}) {self.id[:8]}…"

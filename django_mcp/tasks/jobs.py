@@ -65,6 +65,8 @@ class TaskExchange(Exchange):
             peer=(row.client_info or {}, row.client_capabilities or {}),
         )
         self.session_id = row.session or None
+        # No client token to echo: any token makes ``report_progress`` reach ``notify`` (the statusMessage).
+        self.progress_token = f"task-{row.pk[:12]}"
         self.task_id: str = row.pk
         self.attempt = row.attempts
         self.in_task = True
@@ -170,6 +172,15 @@ async def execute(task_id: str) -> None:
     server = resolve_server(row.server)
     ex = TaskExchange(server, row, user, auth)
     work = asyncio.ensure_future(_call(server, ex))
+    _running[task_id] = (asyncio.get_running_loop(), work, ex)
+    try:
+        await _watch(task_id, attempt, work, ex)
+    finally:
+        _running.pop(task_id, None)
+
+
+async def _watch(task_id: str, attempt: int, work: asyncio.Future[dict[str, Any]], ex: TaskExchange) -> None:
+    """Renew the heartbeat while the tool runs, stop it once the task is cancelled, then store the outcome."""
     beat_every = max(WATCH_INTERVAL, mcp_settings.TASK_HEARTBEAT_TIMEOUT / 4)
     since_beat = 0.0
     stored_message = ""
@@ -228,6 +239,31 @@ async def _outcome(task_id: str, attempt: int, work: asyncio.Future[dict[str, An
     return bool(await _book(store.finish, task_id, attempt, MCPTask.COMPLETED, result=result))
 
 
+#: The runs of this process, by task id: their event loop, the tool's future and its exchange.
+_running: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[dict[str, Any]], TaskExchange]] = {}
+
+
+def _stop(task_id: str) -> None:
+    """Stop the run of ``task_id`` from outside its loop (the worker is exiting), storing nothing.
+
+    Without this the run would go on in ``async_to_sync``'s loop thread after the signal,
+    and the exiting worker would wait for that thread forever.
+    """
+    run = _running.get(task_id)
+    if run is None:
+        return
+    loop, work, ex = run
+
+    def stop() -> None:
+        ex.cancelled.set()
+        work.cancel()
+
+    try:
+        loop.call_soon_threadsafe(stop)
+    except RuntimeError:  # the loop has closed: the run has ended already
+        pass
+
+
 @task_decorator()  # type: ignore[untyped-decorator]  # django.tasks or its backport, typed as Any here
 def run_tool_call(task_id: str) -> None:
     """The Tasks framework entry point: run MCP task ``task_id`` (its row says what and for whom)."""
@@ -241,6 +277,7 @@ def run_tool_call(task_id: str) -> None:
             runner.start()
             runner.join()
     except (KeyboardInterrupt, SystemExit):  # the worker is stopping: give the task to the next one now
+        _stop(task_id)
         row = MCPTask.objects.filter(pk=task_id).only("attempts").first()
         if row is not None:
             store.requeue(task_id, row.attempts)

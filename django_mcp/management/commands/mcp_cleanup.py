@@ -4,7 +4,8 @@ Ends sessions idle past ``SESSION_IDLE_TIMEOUT`` (and tells every worker over th
 channel layer, so their caches drop them and their GET streams close), deletes
 sessions ended more than ``SESSION_RETENTION`` seconds ago, and deletes expired
 stored SSE events where the cache cannot expire them itself (the database cache),
-and, with OAuth, the replay-detection records of codes whose tokens have expired.
+and, with OAuth, the replay-detection records of codes whose tokens have expired,
+and deletes tasks past their TTL.
 Prints the counts; ``--dry-run`` prints what a run would do and changes nothing.
 """
 
@@ -18,7 +19,7 @@ from ...cleanup import cleanup
 
 
 class Command(BaseCommand):
-    help = "End idle MCP sessions, delete old ended ones and expired stored events; print the counts."
+    help = "End idle MCP sessions, delete old ended ones, expired stored events and tasks; print the counts."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dry-run", action="store_true", help="Count only; change nothing.")
@@ -42,3 +43,4 @@ class Command(BaseCommand):
         self.stdout.write(f"stored events: {events}")
         if counts.spent_codes is not None:
             self.stdout.write(f"spent authorization codes {verb}deleted: {counts.spent_codes}")
+        self.stdout.write(f"expired tasks {verb}deleted: {counts.tasks}")
