@@ -208,7 +208,8 @@ def test_mcp_cleanup_deletes_expired_tasks(tasks: dict[str, MCPTask]) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_progress_message_of_a_task_run_is_its_status_message() -> None:
-    """``ctx.report_progress(message=...)`` in a worker's run sets the task's ``statusMessage``."""
+    """``ctx.report_progress(message=...)`` in a worker's run sets the task's ``statusMessage`` (the watcher
+    stores it on its next look, within ``WATCH_INTERVAL``)."""
     from django_mcp.tasks.jobs import execute
 
     server = MCPServer(name="task-admin-tests")
@@ -216,6 +217,7 @@ def test_progress_message_of_a_task_run_is_its_status_message() -> None:
     @server.tool(task="optional")
     async def halfway(ctx: Context) -> str:
         await ctx.report_progress(1, 2, "Half way")
+        await asyncio.sleep(1.2)
         row = await sync_to_async(MCPTask.objects.get)(pk=ctx.task_id)
         return row.status_message
 

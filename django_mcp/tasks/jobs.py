@@ -66,7 +66,6 @@ class TaskExchange(Exchange):
         )
         self.session_id = row.session or None
         # No client token to echo: any token makes ``report_progress`` reach ``notify`` (the statusMessage).
-        self.progress_token = f"task-{row.pk[:12]}"
         self.task_id: str = row.pk
         self.attempt = row.attempts
         self.in_task = True
