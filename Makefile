@@ -35,7 +35,7 @@ demo: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
 	cd example_project && ../$(BIN)/python manage.py demo_setup --port $(DEMO_PORT)
-	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p $(DEMO_PORT) example_project.asgi:application
+	cd example_project && PYTHON=../$(BIN)/python ./run_demo.sh ../$(BIN)/daphne -b 127.0.0.1 -p $(DEMO_PORT) example_project.asgi:application
 
 conformance-server: venv
 	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/python -m django migrate --noinput -v0
@@ -139,7 +139,7 @@ demo-wsgi: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
 	cd example_project && ../$(BIN)/python manage.py demo_setup --port $(DEMO_PORT)
-	cd example_project && ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:$(DEMO_PORT) example_project.wsgi:application
+	cd example_project && PYTHON=../$(BIN)/python ./run_demo.sh ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:$(DEMO_PORT) example_project.wsgi:application
 
 # The conformance suite against the fixture in WSGI mode (gunicorn); also part of `unit`.
 conformance-wsgi: venv node
