@@ -10,7 +10,7 @@ DEMO_PORT ?= 8000
 export PYTHONDONTWRITEBYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory bench-tasks venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -130,6 +130,10 @@ bench-sync: venv
 bench-memory: venv
 	$(BIN)/python benchmarks/ops_memory.py --server daphne
 	$(BIN)/python benchmarks/ops_memory.py --server uvicorn
+
+# MCP tasks on PostgreSQL (127.0.0.1:5432, user postgres): enqueue-to-start latency and tasks/s with 2 db_workers.
+bench-tasks: venv
+	$(BIN)/python benchmarks/tasks.py
 
 clean:
 	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3 site
