@@ -363,6 +363,8 @@ async def export_catalogue(ctx: Context, format: Literal["csv", "json"] = "csv")
         rows.extend(chunk)
         last_pk = chunk[-1]["id"]
         await ctx.report_progress(len(rows), max(total, len(rows)), message=f"Exported {len(rows)} of {total} books")
+    # The export travels in the result, which a task keeps in its row until it expires: right for a catalogue of
+    # thousands of books. For far bigger files, write them to your storage and return a resource_link instead.
     if format == "json":
         body, mime = json.dumps(rows, ensure_ascii=False, indent=1), "application/json"
     else:
