@@ -10,7 +10,7 @@ DEMO_PORT ?= 8000
 export PYTHONDONTWRITEBYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory bench-tasks venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -35,7 +35,7 @@ demo: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
 	cd example_project && ../$(BIN)/python manage.py demo_setup --port $(DEMO_PORT)
-	cd example_project && ../$(BIN)/daphne -b 127.0.0.1 -p $(DEMO_PORT) example_project.asgi:application
+	cd example_project && PYTHON=../$(BIN)/python ./run_demo.sh ../$(BIN)/daphne -b 127.0.0.1 -p $(DEMO_PORT) example_project.asgi:application
 
 conformance-server: venv
 	DJANGO_SETTINGS_MODULE=tests.conformance.settings $(BIN)/python -m django migrate --noinput -v0
@@ -131,6 +131,10 @@ bench-memory: venv
 	$(BIN)/python benchmarks/ops_memory.py --server daphne
 	$(BIN)/python benchmarks/ops_memory.py --server uvicorn
 
+# MCP tasks on PostgreSQL (127.0.0.1:5432, user postgres): enqueue-to-start latency and tasks/s with 2 db_workers.
+bench-tasks: venv
+	$(BIN)/python benchmarks/tasks.py
+
 clean:
 	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3 site
 
@@ -139,7 +143,7 @@ demo-wsgi: venv
 	cd example_project && ../$(BIN)/python manage.py migrate --noinput
 	cd example_project && ../$(BIN)/python manage.py loaddata demo
 	cd example_project && ../$(BIN)/python manage.py demo_setup --port $(DEMO_PORT)
-	cd example_project && ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:$(DEMO_PORT) example_project.wsgi:application
+	cd example_project && PYTHON=../$(BIN)/python ./run_demo.sh ../$(BIN)/gunicorn -w 2 -b 127.0.0.1:$(DEMO_PORT) example_project.wsgi:application
 
 # The conformance suite against the fixture in WSGI mode (gunicorn); also part of `unit`.
 conformance-wsgi: venv node

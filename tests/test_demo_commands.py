@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,51 @@ def test_demo_client_callback_port() -> None:
         chosen = s.getsockname()[1]
     fixed = demo_client.oauth_provider("http://127.0.0.1:8000/mcp/", chosen)
     assert [str(u) for u in fixed.context.client_metadata.redirect_uris] == [f"http://127.0.0.1:{chosen}/callback"]
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The processes ``pid`` started (its poll's ``sleep`` left out): pid -> command line."""
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    found = (line.strip().split(" ", 1) for line in out.splitlines() if line.strip())
+    return {int(child): args for child, args in found if not args.startswith("sleep")}
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has ended, it is only not reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_run_demo_starts_and_stops_the_worker_with_the_server(tmp_path: Path) -> None:
+    """``make demo``'s ``run_demo.sh``: daphne and ``db_worker`` side by side; SIGTERM to the script stops both."""
+    from tests.conftest import _reachable, free_port, stop_process
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join((str(EXAMPLE), str(ROOT))),
+        "DJANGO_SETTINGS_MODULE": "example_project.settings",
+        "DJANGO_DB_PATH": str(tmp_path / "db.sqlite3"),
+        "PYTHON": sys.executable,
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=EXAMPLE, env=env, check=True)
+    port = free_port()
+    daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "example_project.asgi:application"]
+    log = (tmp_path / "demo.log").open("wb")
+    script = subprocess.Popen(["./run_demo.sh", *daphne], cwd=EXAMPLE, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not _reachable(port) and time.monotonic() < deadline and script.poll() is None:
+            time.sleep(0.2)
+        assert _reachable(port), (tmp_path / "demo.log").read_text()
+        running = _children(script.pid)
+        commands = list(running.values())
+        assert any("db_worker" in c for c in commands) and any("daphne" in c for c in commands), running
+        script.terminate()
+        assert script.wait(20) == 143
+        assert not [pid for pid in running if _alive(pid)] and not _reachable(port)
+    finally:
+        stop_process(script)
+    assert "Traceback" not in (tmp_path / "demo.log").read_text(errors="replace")

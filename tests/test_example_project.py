@@ -11,18 +11,24 @@ desk loan of book 6 to "Maria Lopez" (loan 1) and one of book 3 to "Jun Park" (l
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.oauth.kit import OAuthServer, start_example_server, stop_oauth_server
+from tests.conftest import start_task_worker
+from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
 
 USERS = """
 from django.contrib.auth.models import Permission, User
@@ -186,3 +192,74 @@ async def test_loan_resources(example: tuple[OAuthServer, dict[str, str]]) -> No
     async with connect(example, "librarian") as desk:
         text = (await desk.read_resource("django://library/loan/1")).contents[0].text  # type: ignore[union-attr]
         assert json.loads(text)["borrower"] == "Maria Lopez"
+
+
+# -- export_catalogue as an MCP task: the server enqueues it, a real db_worker runs it --------------------------
+
+#: 250 more books: with the demo's 11, the export takes three chunks of EXPORT_CHUNK (100) books.
+MORE_BOOKS = """
+from library.models import Author, Book
+author = Author.objects.create(name="Anonymous Exporter")
+Book.objects.bulk_create(
+    Book(title=f"Volume {i:03}", author=author, isbn=f"{9790000000000 + i}", published=1900 + i % 100)
+    for i in range(250)
+)
+print(Book.objects.count())
+"""
+TASKS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "export-test", "version": "1"},
+}
+
+
+def rpc(http: httpx.Client, url: str, method: str, params: dict[str, Any], name: str = "") -> dict[str, Any]:
+    """One stateless 2026-07-28 request declaring the tasks extension; its JSON-RPC result."""
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+    if name:
+        headers["Mcp-Name"] = name
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": TASKS_META}}
+    r = http.post(url, json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    if r.headers["content-type"].startswith("text/event-stream"):
+        data = [line[5:].strip() for line in r.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        reply = json.loads(data[-1])
+    else:
+        reply = r.json()
+    assert "result" in reply, reply
+    return reply["result"]  # type: ignore[no-any-return]
+
+
+def test_export_catalogue_runs_as_a_task(example: tuple[OAuthServer, dict[str, str]], tmp_path: Path) -> None:
+    server, tokens = example
+    assert server.shell(MORE_BOOKS) == "261"
+    worker = start_task_worker(server.live.env, tmp_path / "worker.log", cwd=EXAMPLE)
+    headers = {"authorization": f"Bearer {tokens['visitor']}", "accept": "application/json, text/event-stream"}
+    try:
+        with httpx.Client(headers=headers, timeout=30) as http:
+            listed = rpc(http, server.url, "tools/list", {})
+            tool = next(t for t in listed["tools"] if t["name"] == "export_catalogue")
+            assert tool["title"] == "Export the catalogue" and tool["annotations"]["readOnlyHint"] is True
+            args = {"name": "export_catalogue", "arguments": {"format": "csv"}}
+            created = rpc(http, server.url, "tools/call", args, name="export_catalogue")
+            assert created["resultType"] == "task", created
+            task_id = created["taskId"]
+            deadline = time.monotonic() + 60
+            task = created
+            while task["status"] not in ("completed", "failed", "cancelled") and time.monotonic() < deadline:
+                time.sleep(0.2)
+                task = rpc(http, server.url, "tasks/get", {"taskId": task_id}, name=task_id)
+    finally:
+        worker.stop()
+    assert task["status"] == "completed", (task, worker.log.read_text(errors="replace")[-3000:])
+    result = task["result"]
+    assert not result.get("isError"), result
+    summary, export = result["content"]
+    assert summary == {"type": "text", "text": summary["text"]} and "Exported 261 books as CSV" in summary["text"]
+    resource = export["resource"]
+    assert export["type"] == "resource" and resource["mimeType"] == "text/csv"
+    assert resource["uri"].startswith("library://exports/catalogue-") and resource["uri"].endswith(".csv")
+    rows = list(csv.DictReader(io.StringIO(resource["text"])))
+    assert len(rows) == 261 and len({row["isbn"] for row in rows}) == 261
+    assert [int(row["id"]) for row in rows] == sorted(int(row["id"]) for row in rows)
+    assert "Traceback" not in worker.log.read_text(errors="replace")

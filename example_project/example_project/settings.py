@@ -1,5 +1,6 @@
 """Settings for the example library project (development only: DEBUG on, SQLite, in-memory channel layer)."""
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -23,6 +24,13 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "library",
 ]
+# Long tool calls (export_catalogue) run as MCP tasks on Django's Tasks framework: django.tasks on Django 6.0+,
+# the django-tasks backport on 5.2. The database backend keeps the queue in this project's database, and
+# `manage.py db_worker` (started next to the server by `make demo`) runs them.
+if importlib.util.find_spec("django.tasks") is None:
+    INSTALLED_APPS.append("django_tasks")
+INSTALLED_APPS.append("django_tasks_db")
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -57,6 +65,9 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         # DJANGO_DB_PATH points elsewhere (the test suite serves this project from a fresh file).
         "NAME": os.environ.get("DJANGO_DB_PATH", BASE_DIR / "db.sqlite3"),
+        # The server and the task worker write to one file: take the write lock when a transaction starts
+        # (instead of failing a read-then-write transaction with "database is locked"), and wait for it.
+        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
     }
 }
 
@@ -73,7 +84,8 @@ DJANGO_MCP = {
     "INSTRUCTIONS": (
         "This server is the catalogue and loan desk of a small lending library. "
         "Use search_books to find books (by title, author or summary words), book_details for one book, "
-        "lend_book and return_book to record loans, and library_stats for an overview. "
+        "lend_book and return_book to record loans, library_stats for an overview, and export_catalogue "
+        "for the whole catalogue as CSV or JSON (a long job: run it as a task when you can). "
         "Books are also readable as resources at library://books/{book_id}; library://stats holds the totals."
     ),
 }

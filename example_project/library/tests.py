@@ -8,6 +8,7 @@ book 6 to "Maria Lopez" (loan 1) and one of book 3 to "Jun Park" (loan 3).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -135,3 +136,17 @@ def test_resources_prompts_and_completion(mcp_client: MCPTestClient, demo: None)
     assert "Twenty Thousand Leagues Under the Seas" in prompt.messages[0].content.text  # type: ignore[union-attr]
     isbns = mcp_client.complete(prompt="review_book", argument="book", value="97800000000")
     assert "9780000000019" in isbns.completion.values
+
+
+def test_export_catalogue(mcp_client: MCPTestClient, demo: None) -> None:
+    # A client without the tasks extension gets the export in the response; see tests/test_example_project.py
+    # in the repository for the same call run as a task by `manage.py db_worker`.
+    result = mcp_client.call_tool("export_catalogue", {"format": "json"})
+    summary, export = result.content
+    assert (
+        summary.text == f"Exported {Book.objects.count()} books as JSON ({len(export.resource.text.encode())} bytes)."
+    )  # type: ignore[union-attr]
+    books = json.loads(export.resource.text)  # type: ignore[union-attr]
+    assert export.resource.mime_type == "application/json"  # type: ignore[union-attr]
+    assert [book["id"] for book in books] == list(Book.objects.order_by("pk").values_list("pk", flat=True))
+    assert books[0]["author"] == Book.objects.select_related("author").get(pk=books[0]["id"]).author.name

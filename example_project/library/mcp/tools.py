@@ -15,13 +15,20 @@ Who may do what (copy this pattern, not just the tools):
 - ``return_book`` needs ``library.add_loan`` or ``library.change_loan``, and then the loan itself:
   a member ends only their own loans; ``library.change_loan`` (desk staff) ends any. A loan the
   caller may not touch gets the same answer as a loan that does not exist.
+- ``export_catalogue`` exports the catalogue (no loans, so open like search_books). It may take a
+  while on a big catalogue, so it is declared ``task="optional"``: a client that supports the tasks
+  extension gets a task handle at once and polls it, while ``manage.py db_worker`` runs the export as
+  the same caller; other clients get the result in the request, as usual.
 
 Declared permissions hide a tool from callers without them (tools/list) and refuse the call;
 object checks run inside the tool, where the object is known.
 """
 
+import csv
 import datetime
-from typing import Annotated, Any
+import io
+import json
+from typing import Annotated, Any, Literal
 
 from asgiref.sync import async_to_sync
 from django.db import transaction
@@ -30,6 +37,7 @@ from django.utils import timezone
 from pydantic import BaseModel, Field
 
 from django_mcp import Context, Message, ToolError, run_sync, site, user
+from django_mcp.content import ContentBlock, embedded_resource, text
 from django_mcp.exceptions import ResourceNotFound
 
 from ..models import Author, Book, Loan, LoanQuerySet
@@ -309,6 +317,68 @@ def library_stats() -> LibraryStats:
     Open to every caller on purpose: counts only, no borrower.
     """
     return _stats()
+
+
+#: Books read (and written out) per step of export_catalogue; each step reports progress and checks cancellation.
+EXPORT_CHUNK = 100
+EXPORT_FIELDS = ["id", "title", "author", "author_born", "isbn", "published", "genre", "available_copies", "summary"]
+
+
+def _export_row(book: Book) -> dict[str, Any]:
+    return {
+        "id": book.pk,
+        "title": book.title,
+        "author": book.author.name,
+        "author_born": book.author.born,
+        "isbn": book.isbn,
+        "published": book.published,
+        "genre": book.genre,
+        "available_copies": book.available_copies,
+        "summary": book.summary,
+    }
+
+
+@site.tool(title="Export the catalogue", annotations=READ_ONLY, task="optional")
+async def export_catalogue(ctx: Context, format: Literal["csv", "json"] = "csv") -> list[ContentBlock]:
+    """Export every book of the catalogue as CSV or JSON (one row per book, no loans).
+
+    A long job on a big catalogue: clients that support tasks get a task to poll, whose status
+    message follows the export's progress. The export comes back as an embedded resource.
+
+    Args:
+        format: "csv" (a header line, then one line per book) or "json" (a list of objects)
+    """
+    total = await Book.objects.acount()
+    rows: list[dict[str, Any]] = []
+    last_pk = 0
+    while True:
+        ctx.check_cancelled()  # the task was cancelled (tasks/cancel): stop between two chunks
+        # Keyset pagination: each chunk is one short query, and books added meanwhile do not shift the pages.
+        chunk = [
+            _export_row(book)
+            async for book in Book.objects.select_related("author").filter(pk__gt=last_pk).order_by("pk")[:EXPORT_CHUNK]
+        ]
+        if not chunk:
+            break
+        rows.extend(chunk)
+        last_pk = chunk[-1]["id"]
+        await ctx.report_progress(len(rows), max(total, len(rows)), message=f"Exported {len(rows)} of {total} books")
+    # The export travels in the result, which a task keeps in its row until it expires: right for a catalogue of
+    # thousands of books. For far bigger files, write them to your storage and return a resource_link instead.
+    if format == "json":
+        body, mime = json.dumps(rows, ensure_ascii=False, indent=1), "application/json"
+    else:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+        body, mime = out.getvalue(), "text/csv"
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    await ctx.info(f"Exported {len(rows)} books as {format}", logger="library")
+    return [
+        text(f"Exported {len(rows)} books as {format.upper()} ({len(body.encode())} bytes)."),
+        embedded_resource(f"library://exports/catalogue-{stamp}.{format}", text=body, mime_type=mime),
+    ]
 
 
 # -- resources -------------------------------------------------------------------------------------------------
