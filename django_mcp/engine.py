@@ -185,14 +185,7 @@ class Exchange:
                 code=jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY if self.stateless else jsonrpc.INVALID_REQUEST,
             )
         if self.stateless:
-            if key is None:
-                key = f"{method.split('/')[0]}-{self._asked}"
-            self._asked += 1
-            if key in self.answers:
-                answer = self._check_answer(method, key, self.answers[key])
-                self.used[key] = answer
-                return answer
-            raise InputRequired(key, method, params, self.used)
+            return self.answer_for(method, params, key)
         if self.session is not None and not await store.is_initialized(self.session):
             # The lifecycle spec: no server requests before the client's notifications/initialized.
             raise MCPError(f"Cannot send {method} before notifications/initialized", code=jsonrpc.INVALID_REQUEST)
@@ -208,6 +201,17 @@ class Exchange:
             from .exceptions import BeginTask
 
             raise BeginTask(dict(self.used))
+
+    def answer_for(self, method: str, params: dict[str, Any], key: str | None) -> dict[str, Any]:
+        """The answer the client already gave to this question, else ``InputRequired`` (multi round-trip)."""
+        if key is None:
+            key = f"{method.split('/')[0]}-{self._asked}"
+        self._asked += 1
+        if key in self.answers:
+            answer = self._check_answer(method, key, self.answers[key])
+            self.used[key] = answer
+            return answer
+        raise InputRequired(key, method, params, self.used)
 
     def _check_answer(self, method: str, key: str, answer: Any) -> dict[str, Any]:
         """An ``inputResponses`` entry must be the result type of the request it answers (else -32602)."""

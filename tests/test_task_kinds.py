@@ -6,7 +6,6 @@ that creates it (W005), and the answer is already the ended task.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,42 +16,8 @@ from django.test import override_settings
 
 from django_mcp import Context
 from tests.conftest import LiveServer, TaskWorker, server_env, start_server, start_task_worker
-
-EXTENSION = "io.modelcontextprotocol/tasks"
-
-
-def post(server: LiveServer, method: str, params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
-    params = {
-        **params,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}},
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": method,
-    }
-    if name is not None:
-        headers["mcp-name"] = name
-    r = httpx.post(server.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, headers=headers)
-    assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
-
-
-def until_ended(server: LiveServer, task_id: str, seen: list[str] | None = None) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        task = post(server, "tasks/get", {"taskId": task_id}, task_id)["result"]
-        if seen is not None and task.get("statusMessage"):
-            seen.append(task["statusMessage"])
-        if task["status"] in ("completed", "failed", "cancelled"):
-            return task
-        time.sleep(0.1)
-    raise AssertionError(f"task {task_id} did not end")
+from tests.taskwire import EXTENSION, until_ended
+from tests.taskwire import post as wire_post
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +33,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         assert "Traceback" not in log.read_text(errors="replace"), log.read_text()
 
 
+def post(server: LiveServer, method: str, params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    return wire_post(server.url, method, params, name)
+
+
 def test_sync_tool_task_reports_progress_as_status_message(live: LiveServer) -> None:
     created = post(live, "tools/call", {"name": "count_slowly", "arguments": {"steps": 4}}, "count_slowly")["result"]
     assert created["resultType"] == "task"
     seen: list[str] = []
-    task = until_ended(live, created["taskId"], seen)
+    task = until_ended(live.url, created["taskId"], seen)
     assert task["status"] == "completed", task
     assert task["result"]["content"][0]["text"] == "counted to 4 in task True"
     assert set(seen) <= {f"step {i} of 4" for i in range(1, 5)} and seen, seen
@@ -80,21 +49,21 @@ def test_sync_tool_task_reports_progress_as_status_message(live: LiveServer) -> 
 
 def test_sync_tool_runs_as_a_task(live: LiveServer) -> None:
     created = post(live, "tools/call", {"name": "add_slowly", "arguments": {"a": 2, "b": 40}}, "add_slowly")["result"]
-    task = until_ended(live, created["taskId"])
+    task = until_ended(live.url, created["taskId"])
     assert task["status"] == "completed", task
     assert task["result"]["structuredContent"] == {"result": 42}
 
 
 def test_view_tool_runs_as_a_task(live: LiveServer) -> None:
     created = post(live, "tools/call", {"name": "shout", "arguments": {"text": "quiet"}}, "shout")["result"]
-    task = until_ended(live, created["taskId"])
+    task = until_ended(live.url, created["taskId"])
     assert task["status"] == "completed", task
     assert "QUIET (anonymous)" in task["result"]["content"][0]["text"]
 
 
 def test_drf_view_runs_as_a_task(live: LiveServer) -> None:
     created = post(live, "tools/call", {"name": "ping_task", "arguments": {}}, "ping_task")["result"]
-    task = until_ended(live, created["taskId"])
+    task = until_ended(live.url, created["taskId"])
     assert task["status"] == "completed", task
     assert '"user": "anonymous"' in task["result"]["content"][0]["text"], task
 

@@ -26,30 +26,9 @@ import pytest
 
 from tests.conftest import LiveServer, TaskWorker, need_service, server_env, start_server, start_task_worker
 from tests.sse import SSEReader
+from tests.taskwire import EXTENSION, headers, meta
 
-EXTENSION = "io.modelcontextprotocol/tasks"
 INFO = {"name": "raw", "version": "1"}
-
-
-def meta(extension: bool = True) -> dict[str, Any]:
-    caps: dict[str, Any] = {"extensions": {EXTENSION: {}}} if extension else {}
-    return {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": INFO,
-    }
-
-
-def headers(method: str, name: str | None = None) -> dict[str, str]:
-    h = {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": method,
-    }
-    if name is not None:
-        h["mcp-name"] = name
-    return h
 
 
 @pytest.fixture(scope="module")

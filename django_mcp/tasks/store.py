@@ -297,35 +297,29 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def task_v1(row: MCPTask) -> dict[str, Any]:
-    """The 2025-11-25 ``Task`` (``ttl``/``pollInterval``)."""
+def _task(row: MCPTask, ttl: str, poll: str) -> dict[str, Any]:
     d: dict[str, Any] = {
         "taskId": row.pk,
         "status": row.status,
         "createdAt": iso(row.created),
         "lastUpdatedAt": iso(row.updated),
-        "ttl": row.ttl_ms,
+        ttl: row.ttl_ms,
     }
     if row.status not in MCPTask.TERMINAL:
-        d["pollInterval"] = row.poll_interval_ms
+        d[poll] = row.poll_interval_ms
     if row.status_message:
         d["statusMessage"] = row.status_message
     return d
 
 
+def task_v1(row: MCPTask) -> dict[str, Any]:
+    """The 2025-11-25 ``Task`` (``ttl``/``pollInterval``)."""
+    return _task(row, "ttl", "pollInterval")
+
+
 def task_v2(row: MCPTask, *, detailed: bool) -> dict[str, Any]:
     """The 2026-07-28 extension's ``Task`` (``ttlMs``/``pollIntervalMs``), ``DetailedTask`` when ``detailed``."""
-    d: dict[str, Any] = {
-        "taskId": row.pk,
-        "status": row.status,
-        "createdAt": iso(row.created),
-        "lastUpdatedAt": iso(row.updated),
-        "ttlMs": row.ttl_ms,
-    }
-    if row.status not in MCPTask.TERMINAL:
-        d["pollIntervalMs"] = row.poll_interval_ms
-    if row.status_message:
-        d["statusMessage"] = row.status_message
+    d = _task(row, "ttlMs", "pollIntervalMs")
     if detailed:
         if row.status == MCPTask.INPUT_REQUIRED:
             d["inputRequests"] = row.input_requests or {}
