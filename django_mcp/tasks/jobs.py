@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import signal
+import threading
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 
 from ..conf import mcp_settings
@@ -66,6 +67,9 @@ class TaskExchange(Exchange):
         self.task_id: str = row.pk
         self.attempt = row.attempts
         self.in_task = True
+        # No client listens for progress notifications: a token lets ``ctx.report_progress`` reach
+        # ``notify``, which keeps its message as the task's ``statusMessage``.
+        self.progress_token = request.id
         self.answers = dict(row.answers or {})
         self._last_message = ""
 
@@ -212,13 +216,38 @@ async def _store(task_id: str, attempt: int, work: asyncio.Future[dict[str, Any]
     await _book(store.finish, task_id, attempt, MCPTask.COMPLETED, result=result)
 
 
+def _stop_now(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGINT mid-run: the worker's own handler (stop after this task), then stop this task now."""
+    previous = _previous_handlers.get(signum)
+    if callable(previous):
+        previous(signum, frame)  # db_worker: finish the loop after this task (a second signal exits)
+    raise KeyboardInterrupt
+
+
+_previous_handlers: dict[int, Any] = {}
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+
+
 @task_decorator()  # type: ignore[untyped-decorator]  # django.tasks or its backport, typed as Any here
 def run_tool_call(task_id: str) -> None:
     """The Tasks framework entry point: run MCP task ``task_id`` (its row says what and for whom)."""
+    # db_worker's first SIGTERM waits for the running task to end, however long the tool runs; a task
+    # can be handed to the next worker instead (``requeue``), so stop it now. Signals reach the main thread.
+    watch_signals = threading.current_thread() is threading.main_thread()
+    if watch_signals:
+        for signum in _STOP_SIGNALS:
+            _previous_handlers[signum] = signal.signal(signum, _stop_now)
     try:
-        async_to_sync(execute)(task_id)
+        # A loop of its own on this thread, not ``async_to_sync``: under it every pool call hops back to
+        # this thread (``AsyncToSync.executors.current`` is set), so a sync tool would occupy the thread
+        # the watcher needs for the heartbeat and the cancel check, and those would wait for the tool.
+        asyncio.run(execute(task_id))
     except (KeyboardInterrupt, SystemExit):  # the worker is stopping: give the task to the next one now
         row = MCPTask.objects.filter(pk=task_id).only("attempts").first()
         if row is not None:
             store.requeue(task_id, row.attempts)
         raise
+    finally:
+        if watch_signals:
+            for signum in _STOP_SIGNALS:
+                signal.signal(signum, _previous_handlers.pop(signum, signal.SIG_DFL))
