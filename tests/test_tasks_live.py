@@ -149,7 +149,7 @@ def test_stopped_worker_hands_the_task_over(procs: Processes, tmp_path: Path) ->
 
 @pytest.mark.postgres
 def test_cancel_stops_a_sync_tool_postgres(postgres: None, procs: Processes, tmp_path: Path) -> None:
-    """The watcher runs beside a sync tool, not behind it: cancelling stops the tool between its steps.
+    """A sync tool in a task sees ``ctx.cancelled`` once the task is cancelled and stops between its steps.
 
     PostgreSQL only: on SQLite a sync tool's ATOMIC_TOOL_CALLS transaction holds the database's write
     lock (``BEGIN IMMEDIATE``) for the whole call, so the cancel itself waits for the tool to end.

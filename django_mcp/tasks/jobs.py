@@ -238,9 +238,9 @@ def run_tool_call(task_id: str) -> None:
         for signum in _STOP_SIGNALS:
             _previous_handlers[signum] = signal.signal(signum, _stop_now)
     try:
-        # A loop of its own on this thread, not ``async_to_sync``: under it every pool call hops back to
-        # this thread (``AsyncToSync.executors.current`` is set), so a sync tool would occupy the thread
-        # the watcher needs for the heartbeat and the cancel check, and those would wait for the tool.
+        # The loop on this (the main) thread, not ``async_to_sync``'s thread of its own: the interrupt
+        # raised by a stop signal then leaves the loop, which cancels the tool, instead of leaving the
+        # tool running on in another thread while the task is handed over.
         asyncio.run(execute(task_id))
     except (KeyboardInterrupt, SystemExit):  # the worker is stopping: give the task to the next one now
         row = MCPTask.objects.filter(pk=task_id).only("attempts").first()
