@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from tests.conftest import USERS_SETUP, LiveServer, TaskWorker, server_env, start_server, start_task_worker
+from tests.conftest import (
+    USERS_SETUP,
+    LiveServer,
+    TaskWorker,
+    drop_pg_database,
+    server_env,
+    start_server,
+    start_task_worker,
+)
 from tests.task_client import RELATED_TASK, Modern, Session
 
 
@@ -31,6 +39,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     yield server
     worker.stop()
     server.stop()
+    if server.env["MCP_TEST_DB"] == "postgres":
+        drop_pg_database(server.env["MCP_PG_NAME"])
 
 
 @pytest.fixture
@@ -206,6 +216,8 @@ def test_handshake_cancel(live: LiveServer, tmp_path: Path, clean_logs: None) ->
 def test_handshake_required_tool_without_task(live: LiveServer, clean_logs: None) -> None:
     session = Session(live.url)
     assert session.error("tools/call", {"name": "task_only", "arguments": {}})["code"] == -32601
+    inline = session.result("tools/call", {"name": "task_sleep", "arguments": {"seconds": 0}})  # optional: inline
+    assert text(inline) == "slept 0.0" and "task" not in inline
     assert session.error("tools/call", {"name": "echo", "arguments": {"text": "x"}, "task": {}})["code"] == -32601
     assert session.error("tasks/get", {"taskId": "no-such-task"})["code"] == -32602
 
