@@ -149,10 +149,10 @@ def test_stopped_worker_hands_the_task_over(procs: Processes, tmp_path: Path) ->
 
 @pytest.mark.postgres
 def test_cancel_stops_a_sync_tool_postgres(postgres: None, procs: Processes, tmp_path: Path) -> None:
-    """A sync tool in a task sees ``ctx.cancelled`` once the task is cancelled and stops between its steps.
+    """A sync tool in a task stops at its next check once the task is cancelled; its progress shows meanwhile.
 
     PostgreSQL only: on SQLite a sync tool's ATOMIC_TOOL_CALLS transaction holds the database's write
-    lock (``BEGIN IMMEDIATE``) for the whole call, so the cancel itself waits for the tool to end.
+    lock (``BEGIN IMMEDIATE``) for the whole call, so the cancel and the progress wait for the tool to end.
     """
     env = server_env(tmp_path, db="postgres")
     server = procs.server(env, tmp_path / "daphne.log")
@@ -166,8 +166,16 @@ def test_cancel_stops_a_sync_tool_postgres(postgres: None, procs: Processes, tmp
     time.sleep(3.5)
     assert not marker.exists(), "the sync tool ran to its end after its task was cancelled"
     assert client.get(task_id)["status"] == "cancelled"
-    done = client.wait(client.start("task_sync_steps", steps=2, delay=0.1, marker=str(marker)))
-    assert text(done["result"]) == "2 sync steps done" and marker.exists()
+    # Its progress messages show while it runs (not only inside its transaction, as before).
+    task_id = client.start("task_sync_steps", steps=6, delay=0.5, marker=str(marker))
+    seen: set[str] = set()
+    deadline = time.monotonic() + 30
+    while (task := client.get(task_id))["status"] == "working":
+        seen.add(task.get("statusMessage", ""))
+        assert time.monotonic() < deadline, task
+        time.sleep(0.1)
+    assert text(task["result"]) == "6 sync steps done" and marker.exists()
+    assert {f"sync step {i} of 6" for i in range(1, 6)} & seen, seen
 
 
 # -- isolation: two users, two OAuth clients ----------------------------------------------------

@@ -71,7 +71,8 @@ class TaskExchange(Exchange):
         # ``notify``, which keeps its message as the task's ``statusMessage``.
         self.progress_token = request.id
         self.answers = dict(row.answers or {})
-        self._last_message = ""
+        #: The newest progress message, for the watcher to store as the task's ``statusMessage``.
+        self.status_message = ""
 
     async def ask(self, method: str, params: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         if key is None:
@@ -87,9 +88,11 @@ class TaskExchange(Exchange):
         """A progress message becomes the task's ``statusMessage``; logs go to the worker's log."""
         if method == "notifications/progress":
             message = params.get("message")
-            if isinstance(message, str) and message != self._last_message:
-                self._last_message = message
-                await run_bookkeeping(store.progress, self.task_id, self.attempt, message)
+            if isinstance(message, str):
+                # Stored by the watcher in ``execute``, not here: a sync tool's progress call comes back
+                # to the tool's own thread, inside its ATOMIC_TOOL_CALLS transaction, where the update
+                # would stay invisible until the tool ends (and be rolled back with it).
+                self.status_message = message
         elif method == "notifications/message":
             logger.info("django_mcp task %s: %s", self.task_id[:8], params.get("data"))
 
@@ -169,6 +172,7 @@ async def execute(task_id: str) -> None:
     work = asyncio.ensure_future(_call(server, ex))
     beat_every = max(WATCH_INTERVAL, mcp_settings.TASK_HEARTBEAT_TIMEOUT / 4)
     since_beat = 0.0
+    stored_message = ""
     while not work.done():
         await asyncio.wait({work}, timeout=WATCH_INTERVAL)
         if work.done():
@@ -180,6 +184,9 @@ async def execute(task_id: str) -> None:
                 alive = await run_bookkeeping(store.beat, task_id, attempt)
             else:
                 alive = await run_bookkeeping(store.still_running, task_id, attempt)
+            if alive and ex.status_message != stored_message:
+                stored_message = ex.status_message
+                await run_bookkeeping(store.progress, task_id, attempt, stored_message)
         except Exception:  # the database is away for a moment: the tool runs on, the next look retries
             logger.warning("django_mcp: task %s: could not reach its row", task_id[:8], exc_info=True)
             continue

@@ -312,11 +312,14 @@ async def task_progress(ctx: Context, steps: int = 3, delay: float = 0.4) -> str
 
 @site.tool(task="optional")
 def task_sync_steps(ctx: Context, steps: int = 8, delay: float = 0.25, marker: str = "") -> str:
-    """A sync task tool that polls ``ctx.cancelled`` between steps; writes ``marker`` only when it ran to the end."""
+    """A sync task tool: progress and a cancel check at each step; writes ``marker`` only when it ran to the end."""
     import time
 
-    for _ in range(steps):
+    from asgiref.sync import async_to_sync
+
+    for i in range(1, steps + 1):
         ctx.check_cancelled()
+        async_to_sync(ctx.report_progress)(i, steps, f"sync step {i} of {steps}")
         time.sleep(delay)
     _append(marker, "done")
     return f"{steps} sync steps done"
