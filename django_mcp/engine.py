@@ -39,7 +39,7 @@ from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
 from .sync import drop_shared_connections
-from .tasks.protocol import EXTENSION_METHODS
+from .tasks.protocol import unvalidated as unvalidated_task_method
 from .unavailable import Unavailable, database_error
 
 logger = logging.getLogger("django_mcp")
@@ -285,7 +285,7 @@ class Engine:
             if key is not None:
                 self.inflight[key] = (task, ex)
         try:
-            if not (ex.stateless and request.method in EXTENSION_METHODS):
+            if not unvalidated_task_method(request.method, revision, ex.stateless):
                 validate_request(request.method, revision, request.params)
             if ex.stateless and request.method in _INPUT_METHODS:
                 self._load_answers(ex)

@@ -474,7 +474,8 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
             "content": [{"type": "text", "text": f"Invalid arguments for tool {name!r}: {details}"}],
             "isError": True,
         }
-    if tool.task_support is not None and not getattr(ex, "in_task", False):
+    # A ``task`` parameter on a tool without task support is refused too (-32601, 2025-11-25).
+    if (tool.task_support is not None or "task" in params) and not getattr(ex, "in_task", False):
         as_task = task_protocol.wants_task(tool, params, ex)
         if as_task and not tool.ask_first:
             return await task_protocol.create(server, tool, kwargs, params, ex, {})

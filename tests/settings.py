@@ -129,6 +129,8 @@ DJANGO_MCP = {
     "WRITER_LEASE_TTL": float(os.environ.get("MCP_WRITER_LEASE_TTL", "15")),
     "MAX_STREAMS": int(os.environ.get("MCP_MAX_STREAMS", "1000")),
     "EVENT_STORE_BROADCAST_MAX_EVENTS": int(os.environ.get("MCP_BROADCAST_MAX_EVENTS", "1000")),
+    # The task durability tests (tests/test_tasks_live.py) shorten the heartbeat timeout.
+    "TASK_HEARTBEAT_TIMEOUT": float(os.environ.get("MCP_TASK_HEARTBEAT_TIMEOUT", "60")),
 }
 SILENCED_SYSTEM_CHECKS = ["django_mcp.E009"]
 USE_TZ = True

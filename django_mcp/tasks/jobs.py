@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import signal
 import threading
 from typing import Any
 
@@ -183,14 +184,14 @@ async def _watch(task_id: str, attempt: int, work: asyncio.Future[dict[str, Any]
             break
         since_beat += WATCH_INTERVAL
         try:
-            if ex.message != stored_message:
-                stored_message = ex.message
-                await run_bookkeeping(store.progress, task_id, attempt, stored_message)
             if since_beat >= beat_every:
                 since_beat = 0.0
                 alive = await run_bookkeeping(store.beat, task_id, attempt)
             else:
                 alive = await run_bookkeeping(store.still_running, task_id, attempt)
+            if alive and ex.message != stored_message:
+                stored_message = ex.message
+                await run_bookkeeping(store.progress, task_id, attempt, stored_message)
         except Exception:  # the database is away for a moment: the tool runs on, the next look retries
             logger.warning("django_mcp: task %s: could not reach its row", task_id[:8], exc_info=True)
             continue
@@ -257,12 +258,30 @@ def _stop(task_id: str) -> None:
         pass
 
 
+def _stop_now(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGINT mid-run: the worker's own handler (stop after this task), then stop this task now."""
+    previous = _previous_handlers.get(signum)
+    if callable(previous):
+        previous(signum, frame)  # db_worker: finish the loop after this task (a second signal exits)
+    raise KeyboardInterrupt
+
+
+_previous_handlers: dict[int, Any] = {}
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT") if hasattr(signal, name))
+
+
 @task_decorator()  # type: ignore[untyped-decorator]  # django.tasks or its backport, typed as Any here
 def run_tool_call(task_id: str) -> None:
     """The Tasks framework entry point: run MCP task ``task_id`` (its row says what and for whom)."""
+    # db_worker's first SIGTERM waits for the running task to end, however long the tool runs; a task
+    # can be handed to the next worker instead (``requeue``), so stop it now. Signals reach the main thread.
+    watch_signals = threading.current_thread() is threading.main_thread()
+    if watch_signals:
+        for signum in _STOP_SIGNALS:
+            _previous_handlers[signum] = signal.signal(signum, _stop_now)
     try:
-        # A loop of its own, not async_to_sync's: sync tools and our queries then run on the pools'
-        # own threads, so the watcher's queries never wait behind a long sync tool.
+        # The loop on this thread (a worker's main thread), not async_to_sync's thread of its own: a stop
+        # signal's interrupt then leaves the loop, which cancels the tool, instead of leaving it running.
         if getattr(AsyncToSync.executors, "current", None) is None:
             asyncio.run(execute(task_id))
         else:  # in-process backend under an async caller (a test client): a clean thread, as a worker has
@@ -275,3 +294,7 @@ def run_tool_call(task_id: str) -> None:
         if row is not None:
             store.requeue(task_id, row.attempts)
         raise
+    finally:
+        if watch_signals:
+            for signum in _STOP_SIGNALS:
+                signal.signal(signum, _previous_handlers.pop(signum, signal.SIG_DFL))

@@ -38,6 +38,16 @@ if TYPE_CHECKING:
 
 #: Methods of the 2026-07-28 extension: not in that revision's schema, so their params are checked here.
 EXTENSION_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: 2025-11-25 session methods: the schema package has no types for them either, so the same holds.
+SESSION_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+
+
+def unvalidated(method: str, revision: str, stateless: bool) -> bool:
+    """Whether ``method`` is a tasks method of this revision, whose params its handler checks (no schema type)."""
+    if stateless:
+        return method in EXTENSION_METHODS
+    return method in SESSION_METHODS and at_least(revision, "2025-11-25")
+
 
 _REQUIRED: dict[str, Any] = {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
 

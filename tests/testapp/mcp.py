@@ -271,3 +271,67 @@ def pg_sleep(seconds: float = 0.02) -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_sleep(%s)", [seconds])
     return "ok"
+
+
+# -- tasks (tests/test_tasks.py): run by a real db_worker -----------------------------------------
+
+
+def _append(path: str, line: str) -> None:
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+@site.tool(task="optional")
+async def task_sleep(ctx: Context, seconds: float = 3, marker: str = "") -> str:
+    """Sleeps ``seconds`` (cancellable); logs each run's start to ``marker``.runs and writes ``marker`` when done."""
+    _append(marker + ".runs" if marker else "", "run")
+    await asyncio.sleep(seconds)
+    _append(marker, "done")
+    return f"slept {seconds}"
+
+
+@site.tool(task="optional")
+async def task_ask(ctx: Context) -> str:
+    """Asks for a name during the task, then greets it."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    answer = await ctx.elicit("What is your name?", schema, key="name")
+    if answer.action != "accept":
+        return f"no name ({answer.action})"
+    return f"Hello, {(answer.content or {}).get('name')}!"
+
+
+@site.tool(task="optional")
+async def task_progress(ctx: Context, steps: int = 3, delay: float = 0.4) -> str:
+    """Reports a progress message at each step (the task's statusMessage)."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+        await asyncio.sleep(delay)
+    return f"{steps} steps done"
+
+
+@site.tool(task="optional")
+def task_sync_steps(ctx: Context, steps: int = 8, delay: float = 0.25, marker: str = "") -> str:
+    """A sync task tool: progress and a cancel check at each step; writes ``marker`` only when it ran to the end."""
+    import time
+
+    from asgiref.sync import async_to_sync
+
+    for i in range(1, steps + 1):
+        ctx.check_cancelled()
+        async_to_sync(ctx.report_progress)(i, steps, f"sync step {i} of {steps}")
+        time.sleep(delay)
+    _append(marker, "done")
+    return f"{steps} sync steps done"
+
+
+@site.tool(task="optional")
+async def task_fail() -> str:
+    """A task tool that fails as a tool (``isError``)."""
+    raise ToolError("task_fail failed on purpose")
+
+
+@site.tool(task="required")
+async def task_only(text: str = "") -> str:
+    """Runs only as a task."""
+    return f"task only: {text}"
