@@ -46,7 +46,7 @@ def test_typescript_sdk_runs_tasks(tmp_path: Path) -> None:
     assert steps["taskSupport"]["slow_compute"] == "optional"
     assert steps["taskSupport"]["failing_job"] == "required"
     slow = steps["slow_compute"]
-    assert slow[0] == ["created", "working"] and slow[-1] == ["result", "computed ts after 1s"], slow
+    assert slow[0] == ["created", "working"] and slow[-1] == ["result", "computed ts after 1.0s"], slow
     confirm = steps["confirm_delete"]
     assert ["status", "input_required"] in confirm and confirm[-1] == ["result", "ts.txt: accept"], confirm
     assert steps["asked"] == ["Delete ts.txt?"]
