@@ -29,6 +29,7 @@ class Counts:
     events: int | None = 0  # expired stored events deleted; None: the cache expires them itself
     spent_codes: int | None = 0  # OAuth authorization-code checksums past their use; None: OAuth not installed
     tasks: int = 0  # tasks past their TTL (MCPTask.expires), deleted
+    lost_tasks: int = 0  # running tasks whose worker went silent, run again (or failed after the last run)
 
 
 def expire_sessions(dry_run: bool) -> int:
@@ -104,6 +105,15 @@ def delete_expired_tasks(dry_run: bool) -> int:
     return store.expired()
 
 
+def recover_lost_tasks(dry_run: bool) -> int:
+    """Running tasks whose worker stopped beating: run them again (``TASK_MAX_ATTEMPTS``) or fail them."""
+    from .tasks import store
+
+    if dry_run:
+        return len(store.silent())
+    return store.recover_silent()
+
+
 def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     """Run every step; ``retention`` overrides ``SESSION_RETENTION`` (seconds)."""
     keep = float(mcp_settings.SESSION_RETENTION if retention is None else retention)
@@ -113,4 +123,5 @@ def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     counts.events = delete_expired_events(dry_run)
     counts.spent_codes = prune_spent_codes(dry_run)
     counts.tasks = delete_expired_tasks(dry_run)
+    counts.lost_tasks = recover_lost_tasks(dry_run)
     return counts

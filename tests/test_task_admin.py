@@ -7,6 +7,7 @@ Django's test client drives the real admin views over real ``MCPTask`` rows.
 from __future__ import annotations
 
 import asyncio
+import io
 import secrets
 from datetime import timedelta
 from io import StringIO
@@ -257,3 +258,25 @@ def test_a_stopping_worker_stops_its_run() -> None:
     assert task.pk not in jobs._running
     task.refresh_from_db()
     assert task.status == MCPTask.WORKING and task.attempts == 1 and task.result is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_cleanup_recovers_tasks_whose_worker_stopped() -> None:
+    """A running task whose heartbeat went silent runs again (a new queue entry), or fails after the last run."""
+    from django_tasks_db.models import DBTaskResult
+
+    old = timezone.now() - timedelta(minutes=5)
+    lost = make_task(started=old, heartbeat=old, attempts=1)
+    spent = make_task(started=old, heartbeat=old, attempts=2)  # TASK_MAX_ATTEMPTS (2) runs already
+    alive = make_task(started=old, heartbeat=timezone.now(), attempts=1)
+    queued = DBTaskResult.objects.count()
+    out = io.StringIO()
+    call_command("mcp_cleanup", stdout=out)
+    assert "tasks whose worker stopped, recovered: 2" in out.getvalue()
+    lost.refresh_from_db()
+    spent.refresh_from_db()
+    alive.refresh_from_db()
+    assert lost.status == MCPTask.WORKING and lost.started is None  # waiting for its next run
+    assert DBTaskResult.objects.count() == queued + 1
+    assert spent.status == MCPTask.FAILED and spent.error["message"] == "The worker running this task stopped"
+    assert alive.status == MCPTask.WORKING and alive.started is not None

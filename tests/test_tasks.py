@@ -250,13 +250,11 @@ def test_ttl_clamped_and_expiry(live: LiveServer, clean_logs: None) -> None:
     time.sleep(1.2)
     assert session.error("tasks/get", {"taskId": short["taskId"]})["code"] == -32602
     assert short["taskId"] not in [t["taskId"] for t in session.result("tasks/list")["tasks"]]
-    # mcp_cleanup does not delete tasks on this branch yet: the store function it is to call.
-    code = (
-        "from django_mcp.models import MCPTask; from django_mcp.tasks import store; "
-        f"print(MCPTask.objects.filter(pk={short['taskId']!r}).count(), store.expired() >= 1, "
-        f"MCPTask.objects.filter(pk={short['taskId']!r}).count())"
-    )
-    assert live.manage("shell", "-c", code).strip().splitlines()[-1].split() == ["1", "True", "0"]
+    count = f"from django_mcp.models import MCPTask; print(MCPTask.objects.filter(pk={short['taskId']!r}).count())"
+    assert live.manage("shell", "-c", count).strip().splitlines()[-1] == "1"  # expired, not yet deleted
+    out = live.manage("mcp_cleanup")
+    assert "expired tasks deleted: " in out and "expired tasks deleted: 0" not in out, out
+    assert live.manage("shell", "-c", count).strip().splitlines()[-1] == "0"
 
 
 # -- checks -----------------------------------------------------------------------------------

@@ -164,6 +164,20 @@ def recover(row: MCPTask) -> None:
     )
 
 
+def silent(now: datetime | None = None) -> list[MCPTask]:
+    """Running tasks whose heartbeat is older than ``TASK_HEARTBEAT_TIMEOUT``: their worker is gone."""
+    cutoff = (now or dj_timezone.now()) - timedelta(seconds=mcp_settings.TASK_HEARTBEAT_TIMEOUT)
+    return list(MCPTask.objects.filter(status=MCPTask.WORKING, started__isnull=False, heartbeat__lt=cutoff))
+
+
+def recover_silent() -> int:
+    """``recover`` every silent task (``mcp_cleanup``): a lost task runs again even if nobody polls it."""
+    rows = silent()
+    for row in rows:
+        recover(row)
+    return len(rows)
+
+
 def requeue(task_id: str, attempt: int) -> None:
     """The worker is shutting down mid-run (SIGTERM, Ctrl-C): hand the task to the next worker now."""
     with transaction.atomic():

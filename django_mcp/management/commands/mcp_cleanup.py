@@ -5,7 +5,7 @@ channel layer, so their caches drop them and their GET streams close), deletes
 sessions ended more than ``SESSION_RETENTION`` seconds ago, and deletes expired
 stored SSE events where the cache cannot expire them itself (the database cache),
 and, with OAuth, the replay-detection records of codes whose tokens have expired,
-and deletes tasks past their TTL.
+deletes tasks past their TTL, and runs again (or fails) tasks whose worker stopped.
 Prints the counts; ``--dry-run`` prints what a run would do and changes nothing.
 """
 
@@ -44,3 +44,5 @@ class Command(BaseCommand):
         if counts.spent_codes is not None:
             self.stdout.write(f"spent authorization codes {verb}deleted: {counts.spent_codes}")
         self.stdout.write(f"expired tasks {verb}deleted: {counts.tasks}")
+        recovered = "would be recovered" if verb else "recovered"
+        self.stdout.write(f"tasks whose worker stopped, {recovered}: {counts.lost_tasks}")
