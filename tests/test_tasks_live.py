@@ -151,8 +151,8 @@ def test_stopped_worker_hands_the_task_over(procs: Processes, tmp_path: Path) ->
 def test_cancel_stops_a_sync_tool_postgres(postgres: None, procs: Processes, tmp_path: Path) -> None:
     """A sync tool in a task stops at its next check once the task is cancelled; its progress shows meanwhile.
 
-    PostgreSQL only: on SQLite a sync tool's ATOMIC_TOOL_CALLS transaction holds the database's write
-    lock (``BEGIN IMMEDIATE``) for the whole call, so the cancel and the progress wait for the tool to end.
+    PostgreSQL: the production database, where a sync tool's ATOMIC_TOOL_CALLS transaction never holds
+    up the task's bookkeeping (on SQLite, a tool that writes holds the one write lock until it ends).
     """
     env = server_env(tmp_path, db="postgres")
     server = procs.server(env, tmp_path / "daphne.log")

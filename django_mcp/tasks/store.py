@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone as dj_timezone
 
 from ..conf import mcp_settings
@@ -204,6 +205,9 @@ def answer(row: MCPTask, responses: dict[str, Any]) -> bool:
     whether the task went back to ``working``.
     """
     with transaction.atomic():
+        # Write first: takes the row lock (PostgreSQL) or the database's write lock (SQLite, where a
+        # transaction that reads, then writes, can be refused while another connection writes).
+        MCPTask.objects.filter(pk=row.pk, status=MCPTask.INPUT_REQUIRED).update(updated=F("updated"))
         locked = MCPTask.objects.select_for_update().filter(pk=row.pk, status=MCPTask.INPUT_REQUIRED).first()
         if locked is None:
             return False
@@ -235,17 +239,18 @@ def answer(row: MCPTask, responses: dict[str, Any]) -> bool:
 
 
 def claim(task_id: str) -> MCPTask | None:
-    """Start a run: the row with ``started``/``heartbeat`` set and ``attempts`` counted, or None when it ended."""
+    """Start a run: the row with ``started``/``heartbeat`` set and ``attempts`` counted, or None when it ended.
+
+    One conditional ``UPDATE`` claims it (no read-then-write transaction, which SQLite can refuse as
+    "database is locked" when another connection writes meanwhile).
+    """
     now = dj_timezone.now()
-    with transaction.atomic():
-        row: MCPTask | None = (
-            MCPTask.objects.select_for_update().filter(pk=task_id, status=MCPTask.WORKING, started=None).first()
-        )
-        if row is None:
-            return None
-        row.attempts += 1
-        row.started = row.heartbeat = row.updated = now
-        row.save(update_fields=["attempts", "started", "heartbeat", "updated"])
+    claimed = MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, started=None).update(
+        attempts=F("attempts") + 1, started=now, heartbeat=now, updated=now
+    )
+    if not claimed:
+        return None
+    row: MCPTask | None = MCPTask.objects.filter(pk=task_id).first()
     return row
 
 

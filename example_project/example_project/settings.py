@@ -65,9 +65,8 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         # DJANGO_DB_PATH points elsewhere (the test suite serves this project from a fresh file).
         "NAME": os.environ.get("DJANGO_DB_PATH", BASE_DIR / "db.sqlite3"),
-        # The server and the task worker write to one file: take the write lock when a transaction starts
-        # (instead of failing a read-then-write transaction with "database is locked"), and wait for it.
-        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+        # The server and the task worker write to one file: a writer waits up to 20 s for the lock.
+        "OPTIONS": {"timeout": 20},
     }
 }
 
