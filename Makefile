@@ -78,16 +78,17 @@ docs-serve: docs-deps
 docs-check: docs-deps
 	d=$$(mktemp -d) && $(BIN)/mkdocs build --strict --site-dir $$d; s=$$?; rm -rf $$d; exit $$s
 
-# The whole suite on SQLite + the in-memory channel layer, then on PostgreSQL + Redis.
+# The whole suite on SQLite + the in-memory channel layer, then on PostgreSQL + Redis (the conformance runs,
+# which do not depend on the database, only in `unit`).
 unit: venv node browser
 	$(BIN)/pytest -p no:cacheprovider
 
 pg-redis: venv node browser
-	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider -m "not production"
+	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider -m "not production and not conformance"
 
-# The same suite on Django 6.1 with Python 3.13 (the default venv has Django 5.2 LTS). The production
-# fault tests and the conformance runs do not depend on the Django version: they run in `unit` (and the
-# conformance runs again on PostgreSQL + Redis in `pg-redis`).
+# Django 6.1 with Python 3.13 (the default venv has Django 5.2 LTS): the tests that run in process, one
+# end-to-end file per serving mode and the task tests (native django.tasks); see django60 below. The
+# production fault tests and the conformance runs do not depend on the Django version: they run in `unit`.
 VENV61 := .venv-django61
 PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13))
 django61: node browser
@@ -96,17 +97,16 @@ django61: node browser
 	$(VENV61)/bin/python -m pip install -q --disable-pip-version-check uv
 	$(VENV61)/bin/uv pip install -q --python $(VENV61)/bin/python -e ".[dev]" "django>=6.1,<6.2"
 	$(VENV61)/bin/python -m django --version
-	$(VENV61)/bin/pytest -p no:cacheprovider -m "not production and not conformance"
+	$(VENV61)/bin/pytest -p no:cacheprovider -m "not production and not conformance" $(DJANGO6X_IGNORE)
 
-# Django 6.0 under Python 3.12: the tests that run in process, plus one end-to-end file per serving mode
-# (the official SDK client against daphne, gunicorn in WSGI mode, tasks on a real db_worker). The other
-# live-server files exercise the same code through the network; they run on 5.2, 6.1 and PostgreSQL.
+# Django 6.0 under Python 3.12 (and 6.1 above): the tests that run in process, plus one end-to-end file per
+# serving mode (the official SDK client against daphne, gunicorn in WSGI mode, tasks on a real db_worker).
+# The other live-server files exercise the same code through the network; they run on 5.2 and PostgreSQL.
 VENV60 := .venv-django60
 LIVE_ELSEWHERE := access atomic bad_input browser_oauth context drf_tools engine_security example_project hot_path \
 	limits listen_access mcp_clients_endpoint mcp_inspect model_resources oauth_introspection oauth_security \
-	oauth_swapped perf_paths streams_sessions sync_pool task_notifications template_prompts view_tools workers \
-	tasks_live
-DJANGO60_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
+	oauth_swapped perf_paths streams_sessions sync_pool template_prompts view_tools workers
+DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 django60: node browser
 	test -n "$(PYTHON312)" || (echo "Python 3.12 not found (pyenv install 3.12, or PYTHON312=...)" && exit 1)
@@ -114,7 +114,8 @@ django60: node browser
 	$(VENV60)/bin/python -m pip install -q --disable-pip-version-check uv
 	$(VENV60)/bin/uv pip install -q --python $(VENV60)/bin/python -e ".[dev]" "django>=6.0,<6.1"
 	$(VENV60)/bin/python -m django --version
-	$(VENV60)/bin/pytest -p no:cacheprovider -m "not production and not conformance" $(DJANGO60_IGNORE)
+	$(VENV60)/bin/pytest -p no:cacheprovider -m "not production and not conformance" $(DJANGO6X_IGNORE) \
+		--ignore=tests/test_tasks_live.py
 
 test: venv node lint typecheck migrations-check package-check docs-check unit pg-redis django61 django60
 
