@@ -173,8 +173,7 @@ async def _cancel(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
         return {}  # an acknowledgement, also for a task that had ended (SEP-2663)
     if not cancelled:
         raise InvalidParams(f"Task is already {row.status}: only a working task can be cancelled")
-    await run_bookkeeping(row.refresh_from_db)
-    return store.task_v1(row)
+    return store.task_v1(row)  # ``_announce`` reloaded the row: it is the cancelled task
 
 
 async def _result(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
