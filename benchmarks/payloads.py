@@ -44,6 +44,8 @@ PROGRESS_CALL = body(
 ).replace(f'"{ID}"', ID)
 STATELESS_CALL = body("tools/call", {"name": "echo", "arguments": {"text": "hello"}, "_meta": META})
 STATELESS_LIST = body("tools/list", {"_meta": META})
+SYNC_CALL = body("tools/call", {"name": "echo_sync", "arguments": {"text": "hello"}})
+STATELESS_SYNC_CALL = body("tools/call", {"name": "echo_sync", "arguments": {"text": "hello"}, "_meta": META})
 
 
 def session_headers() -> dict[str, str]:
@@ -72,6 +74,11 @@ FIXED_RESULTS: dict[str, Any] = {
                 "name": "progress_echo",
                 "inputSchema": _SCHEMA,
                 "description": "Report progress once, then return the input (the reply becomes SSE).",
+            },
+            {
+                "name": "echo_sync",
+                "inputSchema": _SCHEMA,
+                "description": "Return the input (a sync tool: it runs in the sync pool's threads).",
             },
         ]
     },

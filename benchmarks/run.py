@@ -7,6 +7,7 @@ Servers, one at a time:
 
 * ours   ``tests.asgi:application`` with ``benchmarks.settings``, on daphne and on uvicorn
 * floor  ``benchmarks.floor`` (bare ``AsyncHttpConsumer``, fixed result), on daphne and on uvicorn
+* starlette  ``benchmarks.starlette_floor``: a bare Starlette endpoint doing the same JSON work, on uvicorn
 * view   ``benchmarks.djangoview`` (Django async view, default middleware), on daphne and on uvicorn
 * sdk    ``benchmarks.sdk_server`` (the SDK's ``MCPServer``), stateless+JSON and stateful+SSE, on uvicorn
 
@@ -55,6 +56,10 @@ CONNECTIONS = (1, 16, 64)
 SERVER_CORE, LOAD_CORE = "0", "1"
 WARMUP_SECONDS = 1
 TARGET_FLOOR, TARGET_SDK, TARGET_KIB = 0.75, 1.5, 8.0
+# The speed issue's targets at 16 connections: ours on uvicorn ÷ the SDK's fastest mode, ours on daphne ÷ the same,
+# ours on uvicorn ÷ the bare Starlette endpoint (async), p99 ÷ the SDK's p99 and ÷ our own p50.
+SPEED_CONNS, TARGET_SDK_UVICORN, TARGET_SDK_DAPHNE, TARGET_STARLETTE = 16, 2.5, 1.5, 0.75
+TARGET_P99_SDK, TARGET_P99_P50 = 1.0, 4.0
 
 
 # -- subprocesses -------------------------------------------------------------------------------------
@@ -195,6 +200,7 @@ def _h(headers: dict[str, str]) -> tuple[tuple[str, str], ...]:
 SESSION_H = _h(P.session_headers())
 STATELESS_CALL_H = _h(P.stateless_headers("tools/call", "echo"))
 STATELESS_LIST_H = _h(P.stateless_headers("tools/list"))
+STATELESS_SYNC_H = _h(P.stateless_headers("tools/call", "echo_sync"))
 PLAIN_H = _h(P.ACCEPT)
 
 OURS_CASES = (
@@ -203,6 +209,8 @@ OURS_CASES = (
     Case("sse call (progress)", "call", P.PROGRESS_CALL, SESSION_H, session=True, expect="progress"),
     Case("stateless call", "call", P.STATELESS_CALL, STATELESS_CALL_H),
     Case("stateless list", "list", P.STATELESS_LIST, STATELESS_LIST_H),
+    Case("json sync call", "sync", P.SYNC_CALL, SESSION_H, session=True),
+    Case("stateless sync call", "sync", P.STATELESS_SYNC_CALL, STATELESS_SYNC_H),
 )
 FLOOR_CASES = (
     Case("call", "call", P.CALL, PLAIN_H),
@@ -213,6 +221,12 @@ VIEW_CASES = (Case("call", "call", P.CALL, PLAIN_H), Case("list", "list", P.LIST
 SDK_STATELESS_CASES = (
     Case("stateless call", "call", P.STATELESS_CALL, STATELESS_CALL_H),
     Case("stateless list", "list", P.STATELESS_LIST, STATELESS_LIST_H),
+    Case("stateless sync call", "sync", P.STATELESS_SYNC_CALL, STATELESS_SYNC_H),
+)
+# The Python ASGI limit: the same JSON work in a bare Starlette endpoint (async, and a sync one in its thread pool).
+STARLETTE_CASES = (
+    Case("call", "call", P.CALL, PLAIN_H),
+    Case("sync call", "sync", P.SYNC_CALL, PLAIN_H, path="/mcp-sync/"),
 )
 SDK_STATEFUL_CASES = (
     Case("sse call", "call", P.CALL, SESSION_H, session=True, expect="sse"),
@@ -226,6 +240,7 @@ SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
     (Spec("ours", "uvicorn", "tests.asgi:application"), (*OURS_CASES, INIT_CASE)),
     (Spec("floor", "daphne", "benchmarks.floor:application"), FLOOR_CASES),
     (Spec("floor", "uvicorn", "benchmarks.floor:application"), FLOOR_CASES),
+    (Spec("starlette", "uvicorn", "benchmarks.starlette_floor:app"), STARLETTE_CASES),
     (Spec("view", "daphne", "benchmarks.djangoview:application", "/view/"), VIEW_CASES),
     (Spec("view", "uvicorn", "benchmarks.djangoview:application", "/view/"), VIEW_CASES),
     (
@@ -540,7 +555,7 @@ def sdk_ratio(rows: list[Row], row: Row) -> float | None:
         return None
     if row.case.method == "initialize":
         best = _find(rows, "sdk-stateful", "uvicorn", "initialize", row.connections)
-    elif row.case.method in ("call", "list"):
+    elif row.case.method in ("call", "list", "sync"):
         best = _find(rows, "sdk-stateless", "uvicorn", row.case.method, row.connections)
     else:
         return None
@@ -638,9 +653,54 @@ def report(bench: Bench, info: dict[str, str], load_before: str, load_after: str
     return "\n".join(out) + "\n"
 
 
+def speed_targets(rows: list[Row]) -> list[str]:
+    """The speed issue's targets, each with its ratio and PASS or FAIL (a FAIL is a regression or a goal not met)."""
+    lines: list[str] = []
+    c = SPEED_CONNS
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    tools = ("json call", "stateless call", "json sync call", "stateless sync call")
+    for server, goal in (("uvicorn", TARGET_SDK_UVICORN), ("daphne", TARGET_SDK_DAPHNE)):
+        for name in tools:
+            row = _named(rows, "ours", server, name, c)
+            sdk = _find(rows, "sdk-stateless", "uvicorn", row.case.method, c) if row else None
+            if row and sdk:
+                ratio = row.rps / sdk.rps
+                lines.append(
+                    f"- {verdict(ratio >= goal)} ours on {server}, {name}, ≥ {goal}x the SDK (stateless+JSON): "
+                    f"{ratio:.2f}x ({row.rps:,.0f} vs {sdk.rps:,.0f} req/s)"
+                )
+    limit = _named(rows, "starlette", "uvicorn", "call", c)
+    for name in tools:
+        row = _named(rows, "ours", "uvicorn", name, c)
+        if row and limit:
+            ratio = row.rps / limit.rps
+            lines.append(
+                f"- {verdict(ratio >= TARGET_STARLETTE)} ours on uvicorn, {name}, ≥ {TARGET_STARLETTE:.0%} of a bare "
+                f"Starlette endpoint: {ratio:.2f} ({row.rps:,.0f} vs {limit.rps:,.0f} req/s)"
+            )
+    for name in tools:
+        row = _named(rows, "ours", "uvicorn", name, c)
+        sdk = _find(rows, "sdk-stateless", "uvicorn", row.case.method, c) if row else None
+        if row and sdk:
+            lines.append(
+                f"- {verdict(row.p99_ms <= sdk.p99_ms * TARGET_P99_SDK)} ours on uvicorn, {name}, p99 ≤ the SDK's: "
+                f"{row.p99_ms:.2f} vs {sdk.p99_ms:.2f} ms"
+            )
+        if row:
+            ratio = row.p99_ms / row.p50_ms if row.p50_ms else float("inf")
+            lines.append(
+                f"- {verdict(ratio <= TARGET_P99_P50)} ours on uvicorn, {name}, p99 ≤ {TARGET_P99_P50:.0f}x our p50: "
+                f"{ratio:.1f}x ({row.p99_ms:.2f} / {row.p50_ms:.2f} ms)"
+            )
+    return lines
+
+
 def targets(bench: Bench) -> list[str]:
     rows = bench.rows
-    lines = []
+    lines = speed_targets(rows)
     modes = ("json call", "json list", "stateless call", "stateless list")
     ours = [r for r in rows if r.spec.impl == "ours" and r.case.name in modes and r.rps]
     for server in ("daphne", "uvicorn"):
@@ -722,7 +782,8 @@ def main() -> int:
     if not args.quick and not args.only and args.duration in (None, 10):
         (HERE / "RESULTS.md").write_text(text)
     bench.log(f"done in {time.monotonic() - started:.0f} s; written to {RESULTS_DIR / 'latest.md'}")
-    return 1 if bench.failures else 0
+    missed = "\n- FAIL " in text  # a speed target not met (the report lists them)
+    return 1 if bench.failures or missed else 0
 
 
 if __name__ == "__main__":

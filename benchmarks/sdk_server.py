@@ -27,5 +27,11 @@ async def progress_echo(text: str, ctx: Context) -> str:
     return text
 
 
+@mcp.tool()
+def echo_sync(text: str) -> str:
+    """Return the input (a sync tool: it runs in the sync pool's threads)."""
+    return text
+
+
 STATELESS = os.environ.get("SDK_MODE", "stateless") == "stateless"
 app: Any = mcp.streamable_http_app(streamable_http_path="/mcp/", stateless_http=STATELESS, json_response=STATELESS)

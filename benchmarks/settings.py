@@ -2,8 +2,9 @@
 
 The test apps' tools, resources and prompts are swapped for the two benchmark tools so that
 ``tools/list`` returns the same list as the SDK comparison server. The database is
-SQLite in a temporary file (``MCP_SQLITE``, set by ``run.py``) and the channel layer
-is the in-memory one, whatever the environment says.
+SQLite in a temporary file (``MCP_SQLITE``, set by ``run.py``), or with ``MCP_BENCH_DB=postgres`` and
+``MCP_TEST_DB=postgres`` PostgreSQL as ``tests.settings`` configures it (``MCP_PG_POOL``: the guide's pool);
+the channel layer is the in-memory one, whatever the environment says.
 """
 
 import os
@@ -26,12 +27,26 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("MCP_SQLITE", os.path.join(tempfile.gettempdir(), "django-mcp-bench.sqlite3")),
+if os.environ.get("MCP_BENCH_DB") != "postgres":  # else tests.settings' PostgreSQL (MCP_TEST_DB=postgres)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("MCP_SQLITE", os.path.join(tempfile.gettempdir(), "django-mcp-bench.sqlite3")),
+        }
     }
-}
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 DJANGO_MCP = {**DJANGO_MCP, "VALIDATE_RESULTS": False, "SERVER_NAME": "django-mcp-bench"}
+
+# benchmarks/operations.py: which operations middleware runs ("none", "default", or names of the built-in ones).
+_OPS = os.environ.get("MCP_BENCH_MIDDLEWARE")
+if _OPS:
+    from django_mcp.conf import DEFAULT_MIDDLEWARE
+
+    if _OPS == "none":
+        DJANGO_MCP["MIDDLEWARE"] = []
+    elif _OPS == "passthrough":  # the chain with two middleware that do nothing
+        DJANGO_MCP["MIDDLEWARE"] = ["benchmarks.middleware.Passthrough"] * 2
+    elif _OPS != "default":
+        _wanted = _OPS.split(",")
+        DJANGO_MCP["MIDDLEWARE"] = [p for p in DEFAULT_MIDDLEWARE if any(f".{w}." in p for w in _wanted)]

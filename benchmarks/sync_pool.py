@@ -116,8 +116,10 @@ class Connection:
             self.writer.close()
 
 
-async def load(port: int, connections: int, seconds: float, warmup: float) -> tuple[float, int, float]:
-    """Calls per second over ``seconds`` after ``warmup``, the error count, and the p50 latency (ms)."""
+async def load(
+    port: int, connections: int, seconds: float, warmup: float, tool: str = "pg_sleep"
+) -> tuple[float, int, float]:
+    """Calls per second of ``tool`` over ``seconds`` after ``warmup``, the error count, and the p50 latency (ms)."""
     base = {"content-type": "application/json", "accept": ACCEPT}
     setup = Connection(port, "/mcp/", base)
     params = {"protocolVersion": REVISION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
@@ -129,7 +131,7 @@ async def load(port: int, connections: int, seconds: float, warmup: float) -> tu
     await setup.post(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
     setup.close()
     body = json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "pg_sleep", "arguments": {}}}
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
     ).encode()
     start = time.monotonic()
     measure_from, stop_at = start + warmup, start + warmup + seconds

@@ -6,13 +6,15 @@ Public API::
     from django_mcp import ModelResource              # Django models as resources
     from django_mcp import TemplatePrompt, Argument   # Django templates as prompts
     from django_mcp import content   # text(), image(), audio(), embedded_resource(), resource_link()
+    from django_mcp import public    # check=public: open to every caller on purpose (REQUIRE_ACCESS_RULES)
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "Argument",
@@ -25,12 +27,14 @@ __all__ = [
     "ToolError",
     "__version__",
     "assistant",
+    "public",
     "run_sync",
     "site",
     "user",
 ]
 
 if TYPE_CHECKING:
+    from .access import public
     from .context import Context
     from .exceptions import MCPError, ToolError
     from .model_resources import ModelResource
@@ -53,23 +57,17 @@ _LAZY = {
     "TemplatePrompt": ("template_prompts", "TemplatePrompt"),
     "Argument": ("template_prompts", "Argument"),
     "run_sync": ("sync", "run_sync"),
+    "public": ("access", "public"),
 }
-
-_site: Any = None
 
 
 def __getattr__(name: str) -> Any:
     # Lazy so that importing django_mcp (e.g. for __version__) needs no configured settings.
-    global _site
     if name == "site":
-        if _site is None:
-            from .server import MCPServer
+        from .server import site  # reason: keeps importing django_mcp free of settings
 
-            _site = MCPServer()
-        return _site
+        return site
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

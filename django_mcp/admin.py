@@ -1,25 +1,45 @@
-"""Admin for MCP sessions, tasks and OAuth clients: who is connected, with what, and ways to cut them off."""
+"""Admin for MCP sessions, tasks, OAuth clients and kill switches: who is connected, with what, how to cut it off.
+
+The audit log (calls and the usage page) has its own module, ``audit_admin``, registered from here.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from typing import Any
 
 from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import QuerySet
+from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
 from django.db.models.query import ModelIterable
 from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .models import InitialAccessToken, MCPClient, MCPSession, MCPTask
+from .audit_admin import calls_url, usage_url
+from .auth_clients import disable_clients, enable_clients, revoke_tokens
+from .checks import project_servers
+from .models import InitialAccessToken, MCPClient, MCPSession, MCPSwitch, MCPTask, MCPTaskWorker
+from .operations import switches
 from .sessions import end_sessions_sync
+from .tasks import beat as task_beat
+from .tasks import store
 
 #: Characters of a session id the admin shows, and the longer prefix its URLs and checkboxes use as a key.
 SHOWN_PREFIX = 8
 ADMIN_KEY_LENGTH = 16
+
+
+def _registration_scope() -> str:
+    """DOT's scope of a registration access token (RFC 7592), which no MCP request uses."""
+    from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once OAuth is on
+
+    return str(getattr(oauth2_settings, "DCR_REGISTRATION_SCOPE", "") or "\x00")
 
 
 def session_prefix(session_id: str) -> str:
@@ -65,6 +85,8 @@ class MCPSessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MCPSession]:
         queryset = super().get_queryset(request)
+        # Private, and kept: Django has no public hook for how a queryset builds its objects (Model.from_db
+        # would need a proxy model, which changes the admin's URLs, permissions and migrations).
         queryset._iterable_class = _KeyedSessions
         return queryset
 
@@ -133,13 +155,27 @@ RESULT_PERMISSION = "django_mcp.view_mcptask_result"
 
 def _json(value: Any) -> str:
     """A JSON field as an indented, escaped ``<pre>`` block."""
-    import json
-
-    from django.utils.html import format_html
-
     if value is None or value == {} or value == []:
         return "—"
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+@admin.register(MCPTaskWorker)
+class MCPTaskWorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The task worker processes that beat (``tasks.beat``): alive within three beats, else gone."""
+
+    list_display = ("__str__", "started", "beat", "alive")
+    readonly_fields = ("id", "host", "pid", "started", "beat")
+
+    @admin.display(description=_("alive"), boolean=True)
+    def alive(self, obj: MCPTaskWorker) -> bool:
+        return obj.beat >= timezone.now() - timedelta(seconds=task_beat.stale_after())
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a worker registers itself
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 @admin.register(MCPTask)
@@ -170,7 +206,10 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     actions = ["cancel_tasks"]
     sections: tuple[tuple[Any, tuple[str, ...]], ...] = (
         (None, ("id", "server", "tool", "arguments_json", "status", "status_message", "cancel_requested")),
-        (_("Caller"), ("user", "oauth_client", "scopes", "session_prefix", "protocol_version", "client", "locale")),
+        (
+            _("Caller"),
+            ("user", "oauth_client", "scopes", "oauth_token", "session_prefix", "protocol_version", "client", "locale"),
+        ),
         (_("Input"), ("input_requests_json", "answers_json")),
         (
             _("Timings"),
@@ -188,8 +227,6 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description=_("duration"))
     def duration(self, obj: MCPTask) -> str:
         """From creation to the end, or to now while the task is active."""
-        from django.utils import timezone
-
         seconds = max(0, int(((obj.finished or timezone.now()) - obj.created).total_seconds()))
         text = f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
         return text if obj.finished else f"{text} …"
@@ -246,8 +283,6 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description=_("Cancel selected tasks"), permissions=["change"])
     def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[MCPTask]) -> None:
-        from .tasks import store
-
         n = sum(1 for row in queryset.filter(status__in=store.ACTIVE) if store.cancel(row))
         self.message_user(request, ngettext("Cancelled %d task.", "Cancelled %d tasks.", n) % n, messages.SUCCESS)
 
@@ -267,6 +302,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "last_use",
         "active_tokens",
         "disabled",
+        "activity",
     )
     list_filter = ("disabled",)
     search_fields = ("client_id",)
@@ -285,18 +321,21 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "disabled_at",
         "tokens",
         "sessions",
+        "activity",
     )
     readonly_fields = tuple(f for f in fields if f not in ("allowed_scopes", "service_user"))
     raw_id_fields = ("service_user",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MCPClient]:
-        from django.db.models import Count, Max, OuterRef, Subquery
-        from django.utils import timezone
+        # reason: DOT's models need it in INSTALLED_APPS
         from oauth2_provider.models import get_access_token_model, get_application_model
 
         app = get_application_model().objects.filter(client_id=OuterRef("client_id"))
         tokens = get_access_token_model().objects.filter(application__client_id=OuterRef("client_id")).order_by()
-        live = tokens.filter(expires__gt=timezone.now()).values("application").annotate(n=Count("pk")).values("n")
+        # A dynamically registered client's registration access token (RFC 7592, DOT's DCR_REGISTRATION_SCOPE,
+        # expiring in 9999) manages its registration: it is no access token to the MCP endpoint.
+        access = tokens.exclude(scope=_registration_scope())
+        live = access.filter(expires__gt=timezone.now()).values("application").annotate(n=Count("pk")).values("n")
         latest = tokens.values("application").annotate(at=Max("created")).values("at")
         seen = (
             MCPSession.objects.filter(oauth_client=OuterRef("client_id"))
@@ -320,7 +359,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return queryset
 
     def application(self, obj: MCPClient) -> Any:
-        from oauth2_provider.models import get_application_model
+        from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
 
         return get_application_model().objects.filter(client_id=obj.client_id).first()
 
@@ -365,8 +404,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description=_("tokens"))
     def tokens(self, obj: MCPClient) -> str:
-        from django.utils.html import format_html_join
-        from oauth2_provider.models import get_access_token_model
+        from oauth2_provider.models import get_access_token_model  # reason: DOT's models need it in INSTALLED_APPS
 
         rows = (
             get_access_token_model()
@@ -374,46 +412,134 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             .select_related("user")
             .order_by("-created")[:50]
         )
-        items = [(t.pk, t.user or "—", t.scope, t.expires, _("expired") if t.is_expired() else "") for t in rows]
+        registration = _registration_scope()
+        items = [
+            (t.pk, t.user or "—", t.scope, t.expires, _("expired") if t.is_expired() else "")
+            if t.scope != registration
+            else (t.pk, "—", _("registration access token (RFC 7592)"), _("never"), "")
+            for t in rows
+        ]
         if not items:
             return str(_("none"))
         return format_html_join("\n", "<div>#{} {} · {} · expires {} {}</div>", items)
 
     @admin.display(description=_("sessions"))
     def sessions(self, obj: MCPClient) -> str:
-        from django.utils.html import format_html_join
-
         rows = MCPSession.objects.filter(oauth_client=obj.client_id, ended__isnull=True).select_related("user")[:50]
         items = [(session_prefix(s.id), s.user or "—", s.protocol_version, s.last_seen) for s in rows]
         if not items:
             return str(_("none"))
         return format_html_join("\n", "<div>{} {} · {} · last seen {}</div>", items)
 
+    @admin.display(description=_("activity"))
+    def activity(self, obj: MCPClient) -> str:
+        """Drill-down into the audit log: the usage page narrowed to this client, and its calls."""
+        return format_html(
+            '<a href="{}" class="mcp-client-usage">{}</a> · <a href="{}" class="mcp-client-calls">{}</a>',
+            usage_url(client=obj.client_id),
+            _("usage"),
+            calls_url(oauth_client=obj.client_id),
+            _("calls"),
+        )
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # clients register themselves (DCR, CIMD) or are added as DOT applications
 
     @admin.action(description=_("Disable the selected clients and revoke their tokens"), permissions=["change"])
     def disable_selected(self, request: HttpRequest, queryset: QuerySet[MCPClient]) -> None:
-        from .auth_clients import disable_clients
-
         n = disable_clients(queryset.values_list("client_id", flat=True))
         self.message_user(request, ngettext("Disabled %d client.", "Disabled %d clients.", n) % n, messages.SUCCESS)
 
     @admin.action(description=_("Enable the selected clients"), permissions=["change"])
     def enable_selected(self, request: HttpRequest, queryset: QuerySet[MCPClient]) -> None:
-        from .auth_clients import enable_clients
-
         n = enable_clients(queryset.values_list("client_id", flat=True))
         self.message_user(request, ngettext("Enabled %d client.", "Enabled %d clients.", n) % n, messages.SUCCESS)
 
     @admin.action(description=_("Revoke all tokens of the selected clients"), permissions=["change"])
     def revoke_selected_tokens(self, request: HttpRequest, queryset: QuerySet[MCPClient]) -> None:
-        from .auth_clients import revoke_tokens
-
         n = revoke_tokens(queryset.values_list("client_id", flat=True))
         self.message_user(
             request, ngettext("Revoked %d access token.", "Revoked %d access tokens.", n) % n, messages.SUCCESS
         )
+
+
+@admin.register(MCPSwitch)
+class MCPSwitchAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Kill switches: every registered tool, resource, template and prompt, with an off and an on action.
+
+    Opening the list adds a row (on) for whatever is registered and has none, so staff pick
+    switches instead of typing names. Turning one off hides it from every list and refuses it on
+    every worker within about a second; connected clients are told their lists changed.
+    """
+
+    list_display = ("name", "kind", "enabled", "served", "title", "reason", "changed_by", "changed_at")
+    list_display_links = ("name",)
+    list_filter = ("enabled", "kind")
+    search_fields = ("name", "reason")
+    list_select_related = ("changed_by",)
+    actions = ["disable_selected", "enable_selected"]
+    fields = ("kind", "name", "served", "title", "enabled", "reason", "changed_by", "changed_at")
+    readonly_fields = ("kind", "name", "served", "title", "changed_by", "changed_at")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        switches.ensure_rows(project_servers())
+        return super().changelist_view(request, extra_context)
+
+    @staticmethod
+    def _registered(obj: MCPSwitch) -> Any:
+        """The declaration the switch governs on any served server, or None (a dictionary lookup per server)."""
+        attr = {"tool": "tools", "resource": "resources", "template": "templates", "prompt": "prompts"}[obj.kind]
+        return next((found for s in project_servers() if (found := getattr(s, attr).get(obj.name))), None)
+
+    @admin.display(description=_("served"), boolean=True)
+    def served(self, obj: MCPSwitch) -> bool:
+        """Whether a server registers it now (a row outlives a declaration removed from the code)."""
+        return self._registered(obj) is not None
+
+    @admin.display(description=_("title"))
+    def title(self, obj: MCPSwitch) -> str:
+        found = self._registered(obj)
+        if found is None:
+            return "—"
+        text = getattr(found, "title", None) or getattr(found, "description", None) or ""
+        return text.strip().splitlines()[0][:120] if text.strip() else "—"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # rows come from the registry: nobody types a name
+
+    def save_model(self, request: HttpRequest, obj: MCPSwitch, form: Any, change: bool) -> None:
+        toggled = "enabled" in form.changed_data
+        if toggled:
+            obj.changed_by, obj.changed_at = switches.changed_by(request.user), timezone.now()
+        super().save_model(request, obj, form, change)
+        if toggled:
+            switches.announce([obj.kind])
+
+    def delete_model(self, request: HttpRequest, obj: MCPSwitch) -> None:
+        super().delete_model(request, obj)
+        switches.announce([obj.kind])  # no row is "on": a deleted switch turns it back on
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[MCPSwitch]) -> None:
+        kinds = set(queryset.values_list("kind", flat=True))
+        super().delete_queryset(request, queryset)
+        switches.announce(kinds)
+
+    def _toggle(self, request: HttpRequest, queryset: QuerySet[MCPSwitch], enabled: bool) -> int:
+        changing = list(queryset.exclude(enabled=enabled))
+        n = switches.set_enabled(changing, enabled, user=request.user)
+        for row in changing:
+            self.log_change(request, row, "Enabled" if enabled else "Disabled")
+        return n
+
+    @admin.action(description=_("Disable the selected (hide and refuse them on every worker)"), permissions=["change"])
+    def disable_selected(self, request: HttpRequest, queryset: QuerySet[MCPSwitch]) -> None:
+        n = self._toggle(request, queryset, False)
+        self.message_user(request, ngettext("Disabled %d.", "Disabled %d.", n) % n, messages.SUCCESS)
+
+    @admin.action(description=_("Enable the selected"), permissions=["change"])
+    def enable_selected(self, request: HttpRequest, queryset: QuerySet[MCPSwitch]) -> None:
+        n = self._toggle(request, queryset, True)
+        self.message_user(request, ngettext("Enabled %d.", "Enabled %d.", n) % n, messages.SUCCESS)
 
 
 class InitialAccessTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]

@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+import sys
+from importlib.util import find_spec
+from typing import Any
+
 from django.apps import AppConfig
+from django.conf import settings
 from django.utils.module_loading import autodiscover_modules
 
 
@@ -8,14 +13,49 @@ class DjangoMCPConfig(AppConfig):
     name = "django_mcp"
     verbose_name = "MCP server"
     default_auto_field = "django.db.models.BigAutoField"
+    #: The default ``MCPServer`` (``django_mcp.site``), for the foundations that serve it (OAuth scopes).
+    site: Any = None
 
     def ready(self) -> None:
+        # Imported here, not at the top: each needs the app registry (models, settings), and this
+        # module is imported while it is being populated.
+        # reason: apps.py is imported before the app registry is ready
         from . import (
             checks,  # noqa: F401  (registers the system checks)
-            site,
+            model_resources,  # noqa: F401  (site.register(ModelResource), model objects in resources/list)
+            ui,  # noqa: F401  (a tool's ui=: its MCP App page and render helper)
+            view_tools,  # noqa: F401  (site.register_view)
         )
-        from .auth import checks as auth_checks  # noqa: F401  (registers the OAuth checks)
-        from .auth_clients import connect_signals
+        from .auth import checks as auth_checks  # noqa: F401  # reason: as above (registers the OAuth checks)
+        from .auth_clients import connect_signals  # reason: as above
+        from .server import site  # reason: as above
+        from .tasks import methods, store  # noqa: F401  # reason: as above (methods: tasks/* methods, task tools)
 
+        if find_spec("rest_framework") is not None:  # the drf extra
+            from .contrib import drf  # noqa: F401  # reason: optional dependency (DRF); site.register_drf
+
+        store.load_job = _task_job
+        if sys.argv[1:2] == ["db_worker"]:  # a task worker: it says it is alive while idle too (tasks.beat)
+            from .tasks import beat  # reason: as above
+
+            beat.start()
+        if _telemetry_on():  # session ends and task links, in processes that serve no request too
+            from .operations import telemetry  # reason: as above; imports nothing of OpenTelemetry itself
+
+            telemetry.install()
+        self.site = site
         connect_signals(self)
         autodiscover_modules("mcp", register_to=site)
+
+
+def _telemetry_on() -> bool:
+    """``TELEMETRY`` as set, read without ``mcp_settings``: a malformed ``DJANGO_MCP`` is for the checks to report."""
+    user = getattr(settings, "DJANGO_MCP", None)
+    return isinstance(user, dict) and user.get("TELEMETRY") is True
+
+
+def _task_job() -> Any:
+    """The Tasks framework task that runs a tool call, for ``tasks.store`` to enqueue."""
+    from .tasks.jobs import run_tool_call  # reason: defining a Tasks framework task needs settings and the registry
+
+    return run_tool_call

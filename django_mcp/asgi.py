@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from channels.routing import ProtocolTypeRouter, URLRouter
+from django.core.asgi import get_asgi_application as django_asgi
 from django.urls import path, re_path
+
+from .conf import mcp_settings
 
 
 def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
     """URL patterns for one MCP server: the Streamable HTTP endpoint, the legacy SSE pair, the health probe.
 
     ``prefix`` defaults to the ``ENDPOINT`` setting (``/mcp/``). Mount several
-    servers by concatenating the patterns of each with its own prefix.
+    servers by concatenating the patterns of each with its own prefix. With
+    ``REQUIRE_ACCESS_RULES`` on, a declaration of the server naming no access rule raises
+    ``ImproperlyConfigured`` here: daphne and uvicorn run no system checks, so this stops them.
     """
-    from .conf import mcp_settings
-    from .health import HealthEndpoint
-    from .transports.http import MCPConsumer
-    from .transports.sse_legacy import LegacySSEConsumer
+    from .health import HealthEndpoint  # reason: needs the models; imported before django.setup()
+    from .operations import strict  # reason: needs the models; imported before django.setup()
+    from .server import site  # reason: as above
+    from .transports.http import MCPConsumer  # reason: needs the models; imported before django.setup()
+    from .transports.sse_legacy import LegacySSEConsumer  # reason: needs the models; imported before django.setup()
 
+    strict.ensure([server if server is not None else site])
     prefix = (prefix or mcp_settings.ENDPOINT).strip("/")
     base = f"{prefix}/" if prefix else ""
     kwargs = {"server": server} if server is not None else {}
@@ -33,12 +41,14 @@ def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
 def get_asgi_application(extra_patterns: list[Any] | None = None) -> Any:
     """The project's ASGI application with the MCP endpoint mounted at ``ENDPOINT``.
 
-    Everything else falls through to Django's own ASGI handler.
+    Everything else falls through to Django's own ASGI handler. The whole is wrapped in
+    ``DrainMiddleware``, so a SIGTERM drain serves and waits for every HTTP request. With
+    ``REQUIRE_ACCESS_RULES`` on, a declaration naming no access rule raises ``ImproperlyConfigured``
+    here (daphne and uvicorn run no system checks, so this is what stops them from serving it).
     """
-    from django.core.asgi import get_asgi_application as django_asgi
-
-    django_app = django_asgi()
-    from channels.routing import ProtocolTypeRouter, URLRouter
+    django_app = django_asgi()  # django.setup(): the imports below need the app registry
+    from .drain import DrainMiddleware  # reason: needs the models; this module is imported before django.setup()
 
     routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]  # type: ignore[arg-type]  # an ASGI app, routed by channels
-    return ProtocolTypeRouter({"http": URLRouter(routes)})
+    # Outermost: a SIGTERM drain waits for every request, the project's own views included (django_mcp.drain).
+    return DrainMiddleware(ProtocolTypeRouter({"http": URLRouter(routes)}))

@@ -6,19 +6,32 @@ adds the administrator's switch. A disabled client is refused everywhere a
 client is looked at: the bearer check of the MCP endpoint and DOT's token and
 authorization endpoints (through :func:`is_client_disabled`); disabling also
 revokes every token and grant it holds, so its very next request gets 401.
+Disabling and enabling are broadcast (``CLIENTS_CHANGED``) so that what holds no
+token check per request learns it at once on every worker: the kill-switch middleware
+(stdio, task runs) and the client's ``subscriptions/listen`` streams, which end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.apps import apps
 from django.db import transaction
+from django.db.models.signals import post_delete, post_migrate, post_save
+from django.db.utils import DatabaseError
 from django.utils import timezone
 
-if TYPE_CHECKING:
-    from .models import MCPClient
+from .models import MCPClient, MCPSession
+from .routing import hub
+from .sessions import end_sessions_sync
+from .writelock import write_transaction
+
+#: The broadcast kind of a change of clients: ``{"kind": CLIENTS_CHANGED, "clients": [...], "disabled": bool}``.
+CLIENTS_CHANGED = "clients_changed"
+#: Client ids per broadcast message (channels_redis drops messages past a channel's capacity).
+_BATCH = 500
 
 
 def oauth_installed() -> bool:
@@ -27,8 +40,6 @@ def oauth_installed() -> bool:
 
 def is_client_disabled(application: Any) -> bool:
     """Whether an administrator disabled ``application`` (a DOT Application, or None)."""
-    from .models import MCPClient
-
     client_id = getattr(application, "client_id", None)
     if not client_id:
         return False
@@ -37,8 +48,6 @@ def is_client_disabled(application: Any) -> bool:
 
 def allowed_scopes(application: Any) -> frozenset[str] | None:
     """The scopes staff allowed ``application`` to request; None when its record sets none."""
-    from .models import MCPClient
-
     client_id = getattr(application, "client_id", None)
     if not client_id:
         return None
@@ -53,8 +62,6 @@ def service_user(application: Any) -> Any:
     ``user`` only when staff created the application by hand (never the account that
     happened to be signed in during a dynamic registration).
     """
-    from .models import MCPClient
-
     client_id = getattr(application, "client_id", None)
     if not client_id:
         return None
@@ -66,16 +73,8 @@ def service_user(application: Any) -> Any:
     return None
 
 
-def record_client(application: Any) -> MCPClient:
-    """The MCPClient row for ``application``, created on first sight."""
-    from .models import MCPClient
-
-    client: MCPClient = MCPClient.objects.get_or_create(client_id=application.client_id)[0]
-    return client
-
-
 def applications(client_ids: Iterable[str]) -> Any:
-    from oauth2_provider.models import get_application_model
+    from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
 
     return get_application_model().objects.filter(client_id__in=list(client_ids))
 
@@ -85,6 +84,7 @@ def revoke_tokens(client_ids: Iterable[str]) -> int:
 
     Their MCP sessions end too, so a client cannot go on with a session it opened.
     """
+    # reason: DOT's models need it in INSTALLED_APPS
     from oauth2_provider.models import (
         get_access_token_model,
         get_grant_model,
@@ -92,12 +92,9 @@ def revoke_tokens(client_ids: Iterable[str]) -> int:
         get_refresh_token_model,
     )
 
-    from .models import MCPSession
-    from .sessions import end_sessions_sync
-
     ids = list(client_ids)
     apps_qs = applications(ids)
-    with transaction.atomic():
+    with write_transaction():
         get_refresh_token_model().objects.filter(application__in=apps_qs, revoked__isnull=True).update(
             revoked=timezone.now()
         )
@@ -112,44 +109,52 @@ def revoke_tokens(client_ids: Iterable[str]) -> int:
 
 def disable_clients(client_ids: Iterable[str]) -> int:
     """Disable these clients and revoke all they hold; the number newly disabled."""
-    from .models import MCPClient
-
     ids = list(client_ids)
     for client_id in ids:
         MCPClient.objects.get_or_create(client_id=client_id)
     n = MCPClient.objects.filter(client_id__in=ids, disabled=False).update(disabled=True, disabled_at=timezone.now())
+    announce_clients(ids, disabled=True)  # before the revocation: its session ends would tell nothing of the client
     revoke_tokens(ids)
     return int(n)
 
 
 def enable_clients(client_ids: Iterable[str]) -> int:
-    from .models import MCPClient
-
-    n = MCPClient.objects.filter(client_id__in=list(client_ids), disabled=True).update(disabled=False, disabled_at=None)
+    ids = list(client_ids)
+    n = MCPClient.objects.filter(client_id__in=ids, disabled=True).update(disabled=False, disabled_at=None)
+    announce_clients(ids, disabled=False)
     return int(n)
+
+
+def announce_clients(client_ids: list[str], *, disabled: bool) -> None:
+    """Tell every worker these clients were disabled (or enabled again), once the change commits.
+
+    For sync code (the admin, management commands); a layer outage is logged, not raised. Workers
+    that miss it catch up when their kill switches revalidate (``SWITCHES_REVALIDATE_INTERVAL``).
+    """
+
+    def send() -> None:
+        for start in range(0, len(client_ids), _BATCH):
+            payload = {"kind": CLIENTS_CHANGED, "clients": client_ids[start : start + _BATCH], "disabled": disabled}
+            hub.run_hooks(payload)  # this process at once, whether or not its hub listens
+            async_to_sync(hub.broadcast_or_log)(payload)
+
+    transaction.on_commit(send)
 
 
 # -- keeping MCPClient rows beside DOT applications (connected in AppConfig.ready) ------------------
 def on_application_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
-    from .models import MCPClient
-
     if instance.client_id:
         MCPClient.objects.get_or_create(client_id=instance.client_id)
 
 
 def on_application_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
-    from .models import MCPClient
-
     MCPClient.objects.filter(client_id=instance.client_id).delete()
 
 
 def sync_clients(**kwargs: Any) -> None:
     """Rows for applications that existed before django_mcp (run after ``migrate``)."""
-    from .models import MCPClient
-
     if not oauth_installed():
         return
-    from django.db.utils import DatabaseError
 
     try:
         known = set(MCPClient.objects.values_list("client_id", flat=True))
@@ -160,18 +165,16 @@ def sync_clients(**kwargs: Any) -> None:
 
 
 def applications_all_ids() -> list[str]:
-    from oauth2_provider.models import get_application_model
+    from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
 
     return list(get_application_model().objects.values_list("client_id", flat=True))
 
 
 def connect_signals(app_config: Any) -> None:
-    from django.db.models.signals import post_delete, post_migrate, post_save
-
     post_migrate.connect(sync_clients, sender=app_config, dispatch_uid="django_mcp.sync_clients")
     if not oauth_installed():
         return
-    from oauth2_provider.models import get_application_model
+    from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
 
     model = get_application_model()
     post_save.connect(on_application_saved, sender=model, dispatch_uid="django_mcp.application_saved")

@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import difflib
+import re
+from datetime import timedelta
 from typing import Any
 
+from channels.routing import ProtocolTypeRouter, URLRouter
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.core.management import get_commands, load_command_class
+from django.db import DatabaseError, router
+from django.urls import Resolver404, resolve
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting, mcp_settings
+from .operations import strict, telemetry
+from .server import MCPServer, site
+from .server import servers as task_servers
+from .tasks import framework
 
 
 def _served_by_view(endpoint: Any) -> bool:
     """Whether the URLconf routes the endpoint to ``django_mcp.views`` (WSGI mode: no Channels needed)."""
     if not isinstance(endpoint, str):
         return False
-    from django.urls import Resolver404, resolve
 
     try:
         match = resolve(endpoint)
@@ -82,7 +92,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                     id="django_mcp.W001",
                 )
             )
-    for key in ("EVENT_STORE_CACHE", "REGISTRATION_RATE_CACHE"):
+    for key in ("EVENT_STORE_CACHE", "REGISTRATION_RATE_CACHE", "RATE_LIMIT_CACHE"):
         cache_alias = user.get(key, DEFAULTS[key])
         if key not in invalid and cache_alias not in settings.CACHES:
             errors.append(
@@ -108,6 +118,8 @@ def _setting_error(key: str, spec: Setting, value: Any) -> Error | None:
     problem = spec.problem(value)
     if problem is None and key in IMPORT_STRINGS and isinstance(value, str):
         problem = _import_problem(value)
+    if problem is None and key == "MIDDLEWARE":  # each entry, as Django reports a middleware it cannot import
+        problem = next((p for p in map(_import_problem, (m for m in value if isinstance(m, str))) if p), None)
     if problem is None:
         return None
     return Error(
@@ -130,8 +142,6 @@ def _import_problem(path: str) -> str | None:
 
 
 def _check_routing(path: str) -> list[Any]:
-    from .conf import mcp_settings
-
     try:
         app = import_string(path)
     except Exception as exc:  # noqa: BLE001 - any import failure is the finding
@@ -154,9 +164,7 @@ def _check_routing(path: str) -> list[Any]:
 
 
 def _routes_endpoint(app: Any, endpoint: str, depth: int = 0) -> bool:
-    from channels.routing import ProtocolTypeRouter, URLRouter
-
-    from .transports.http import MCPConsumer
+    from .transports.http import MCPConsumer  # reason: Channels transport only when ASGI_APPLICATION is set
 
     if depth > 8:
         return False
@@ -206,13 +214,14 @@ def check_runserver(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     Django's own ``runserver`` (and ``django.contrib.staticfiles``' override of it) serves WSGI,
     which never reaches ``ASGI_APPLICATION``: the MCP endpoint answers 404. daphne's ``runserver``
     serves ``ASGI_APPLICATION``; it wins only when ``daphne`` comes before ``django.contrib.staticfiles``
-    in ``INSTALLED_APPS``. Only checked with DEBUG on and ``ASGI_APPLICATION`` set: a deployment
-    runs an ASGI server (daphne, uvicorn) and never ``runserver``.
+    in ``INSTALLED_APPS``. Only checked with DEBUG on and ``ASGI_APPLICATION`` set (a deployment
+    runs an ASGI server and never ``runserver``), and not when the URLconf routes the endpoint to
+    ``django_mcp.views`` (WSGI mode: any ``runserver`` serves it).
     """
     if not settings.DEBUG or not getattr(settings, "ASGI_APPLICATION", None):
         return []
-    from django.core.management import get_commands
-
+    if _served_by_view(mcp_settings.ENDPOINT):  # WSGI mode: Django's runserver serves the view itself
+        return []
     app = get_commands().get("runserver")
     if app is None or _is_daphne_runserver(str(app)):
         return []
@@ -234,8 +243,8 @@ def _is_daphne_runserver(app: str) -> bool:
     if app == "daphne":
         return True
     try:
+        # reason: in the try: daphne failing to import means not its runserver
         from daphne.management.commands.runserver import Command as DaphneRunserver
-        from django.core.management import load_command_class
 
         return isinstance(load_command_class(app, "runserver"), DaphneRunserver)
     except Exception:  # noqa: BLE001 - daphne absent, or the other app's command fails to load: not daphne's
@@ -243,13 +252,15 @@ def _is_daphne_runserver(app: str) -> bool:
 
 
 def _endpoint_label() -> str:
-    from .conf import SETTINGS, mcp_settings
-
     endpoint = mcp_settings.ENDPOINT
     return repr(endpoint) if SETTINGS["ENDPOINT"].problem(endpoint) is None else "the MCP endpoint"
 
 
-@register(Tags.compatibility)
+#: ``manage.py check --tag mcp_hosts``: what the hosts' directories ask (W004, W040-W043).
+HOSTS_TAG = "mcp_hosts"
+
+
+@register(Tags.compatibility, HOSTS_TAG)
 def check_tools(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """``W004``: one warning per tool with no ``title`` or no ``readOnlyHint``/``destructiveHint``.
 
@@ -257,8 +268,6 @@ def check_tools(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     (``mcp_urlpatterns(server=...)``). For a server served only over stdio, register
     ``tool_warnings(server)`` as a check of your own.
     """
-    from . import site
-
     warnings: list[Any] = []
     for server in _servers(site):
         warnings.extend(tool_warnings(server))
@@ -284,9 +293,9 @@ def tool_warnings(server: Any) -> list[Any]:
                 f"Tool {name!r} has {' and '.join(missing)}: {reason}.",
                 hint=(
                     f'Declare them: @site.tool(title="{tool.title or _title(name)}", annotations={{"readOnlyHint": '
-                    'True}) for a tool that only reads, or annotations={"readOnlyHint": False, "destructiveHint": '
-                    "True} for one that deletes or overwrites (register_view and register_drf take the same title= "
-                    "and annotations=)."
+                    'True, "destructiveHint": False, "openWorldHint": False}) for a tool that only reads, or '
+                    'annotations={"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False} for one '
+                    "that deletes or overwrites (register_view and register_drf take the same title= and annotations=)."
                 ),
                 obj=f"MCP server {server.name!r}",
                 id="django_mcp.W004",
@@ -295,8 +304,119 @@ def tool_warnings(server: Any) -> list[Any]:
     return warnings
 
 
+@register(HOSTS_TAG)
+def check_host_directories(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W040``-``W043`` (``manage.py check --tag mcp_hosts``): what the hosts' directories ask of each tool.
+
+    Claude's connector directory and ChatGPT's app submission review every tool for a title, a
+    description, explicit ``readOnlyHint``/``destructiveHint``/``openWorldHint``, a name of at most
+    64 characters, and reads kept apart from writes. ``W004`` reports a missing title or read/write hint.
+    """
+    warnings: list[Any] = []
+    for server in _servers(site):
+        warnings.extend(host_directory_warnings(server))
+    return warnings
+
+
+#: The hints directories want set explicitly (an omitted destructiveHint or openWorldHint means True).
+DIRECTORY_HINTS = ("readOnlyHint", "destructiveHint", "openWorldHint")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_READ_WORDS = frozenset({"get", "list", "read", "retrieve", "search", "show", "view", "fetch", "find", "head"})
+_WRITE_WORDS = frozenset(
+    {"create", "update", "delete", "remove", "write", "post", "put", "patch", "set", "add", "destroy", "edit"}
+)
+
+
+def host_directory_warnings(server: Any) -> list[Any]:
+    """``W040``-``W043`` for each tool of ``server`` (register it in a check of your own for a stdio-only server)."""
+    warnings: list[Any] = []
+    obj = f"MCP server {server.name!r}"
+    for name, tool in server.tools.items():
+        annotations = tool.annotations or {}
+        if not (tool.description or "").strip():
+            warnings.append(
+                Warning(
+                    f"Tool {name!r} has no description: the model cannot tell when to use it, and host directories "
+                    "reject it.",
+                    hint="Give the function a docstring (its first paragraph becomes the description), or "
+                    "description=...",
+                    obj=obj,
+                    id="django_mcp.W040",
+                )
+            )
+        if not _TOOL_NAME.match(name):
+            warnings.append(
+                Warning(
+                    f"Tool {name!r}: host directories take names of 1-64 letters, digits, '_' and '-'.",
+                    hint='Rename it: @site.tool(name="...") (register_view and register_drf take name= too).',
+                    obj=obj,
+                    id="django_mcp.W041",
+                )
+            )
+        titled = bool(tool.title or annotations.get("title"))
+        w004 = not titled or not ("readOnlyHint" in annotations or "destructiveHint" in annotations)
+        missing = [hint for hint in DIRECTORY_HINTS if not isinstance(annotations.get(hint), bool)]
+        if missing and not w004:  # W004 reports the title and the first hint
+            warnings.append(
+                Warning(
+                    f"Tool {name!r} does not set {', '.join(missing)}: host directories want all three set, and a "
+                    "client reads an omitted destructiveHint or openWorldHint as True.",
+                    hint='annotations={"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False} for a '
+                    "tool that only reads this site's own data; openWorldHint True for one that reaches the internet.",
+                    obj=obj,
+                    id="django_mcp.W042",
+                )
+            )
+        mixed = _mixes_reads_and_writes(tool)
+        if mixed:
+            warnings.append(
+                Warning(
+                    f"Tool {name!r} {mixed}: host directories want reads and writes in separate tools.",
+                    hint="Split it: one read-only tool, one (or one per kind of change) that writes.",
+                    obj=obj,
+                    id="django_mcp.W043",
+                )
+            )
+    return warnings
+
+
+def _mixes_reads_and_writes(tool: Any) -> str | None:
+    annotations = tool.annotations or {}
+    if annotations.get("readOnlyHint") is True and annotations.get("destructiveHint") is True:
+        return "says it only reads (readOnlyHint) and that it destroys (destructiveHint)"
+    for prop, schema in ((tool.input_schema or {}).get("properties") or {}).items():
+        values = schema.get("enum") if isinstance(schema, dict) else None
+        if not isinstance(values, list):
+            continue
+        words = {str(v).lower() for v in values}
+        if words & _READ_WORDS and words & _WRITE_WORDS:
+            return f"chooses between reading and writing by its {prop!r} argument ({', '.join(sorted(words))})"
+    return None
+
+
 def _title(name: str) -> str:
     return name.replace("_", " ").replace("-", " ").strip().capitalize() or name
+
+
+@register(Tags.security)
+def check_access_rules(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E182`` (strict mode, ``REQUIRE_ACCESS_RULES``): each declaration that names no access rule.
+
+    An error, so ``runserver``, ``migrate`` and ``mcp_stdio`` refuse to run; ``get_asgi_application()``
+    refuses the same for daphne and uvicorn, which run no checks.
+    """
+    if SETTINGS["REQUIRE_ACCESS_RULES"].problem(mcp_settings.REQUIRE_ACCESS_RULES) is not None:
+        return []  # E181 reports the value itself
+    return strict.errors(project_servers())
+
+
+def project_servers() -> list[Any]:
+    """``django_mcp.site``, the servers ``ASGI_APPLICATION`` mounts and those with task tools, each once."""
+    found = _servers(site)
+    for server in task_servers.values():
+        if all(server is not s for s in found):
+            found.append(server)
+    return found
 
 
 def _servers(site: Any) -> list[Any]:
@@ -316,10 +436,6 @@ def _servers(site: Any) -> list[Any]:
 
 
 def _mounted_servers(app: Any, depth: int = 0) -> list[Any]:
-    from channels.routing import ProtocolTypeRouter, URLRouter
-
-    from .server import MCPServer
-
     if depth > 8:
         return []
     if isinstance(app, ProtocolTypeRouter):
@@ -346,9 +462,6 @@ def check_tasks(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     nothing across a restart, and ``DummyBackend`` never runs anything: both are errors.
     ``task="optional"`` tools on them only warn (development and tests).
     """
-    from . import site
-    from .tasks import framework
-
     tools = [(server, tool) for server in _servers(site) for tool in server.tools.values() if tool.task_support]
     if not tools:
         return []
@@ -388,3 +501,253 @@ def check_tasks(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     return problems
+
+
+@register(Tags.compatibility)
+def check_telemetry(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E186``/``E189``: ``TELEMETRY`` on needs OpenTelemetry installed and its middleware in ``MIDDLEWARE``.
+
+    Nothing is checked (or imported) while it is off.
+    """
+    user = getattr(settings, "DJANGO_MCP", None)
+    user = user if isinstance(user, dict) else {}
+    if user.get("TELEMETRY", DEFAULTS["TELEMETRY"]) is not True:
+        return []
+    errors: list[Any] = []
+    if telemetry.instruments() is None:
+        errors.append(
+            Error(
+                "DJANGO_MCP['TELEMETRY'] is on, but OpenTelemetry (opentelemetry-api) is not installed.",
+                hint=f"Install the otel extra: {telemetry.INSTALL_HINT}.",
+                id="django_mcp.E186",
+            )
+        )
+    paths = user.get("MIDDLEWARE", DEFAULTS["MIDDLEWARE"])
+    if isinstance(paths, (list, tuple)) and not any(_is_telemetry(p, telemetry.Telemetry) for p in paths):
+        errors.append(
+            Error(
+                "DJANGO_MCP['TELEMETRY'] is on, but no telemetry middleware is in DJANGO_MCP['MIDDLEWARE']: "
+                "no span or metric is recorded.",
+                hint=f'Put "{_TELEMETRY_PATH}" first in MIDDLEWARE ([*DEFAULT_MIDDLEWARE, ...] keeps it), '
+                "or set TELEMETRY = False.",
+                id="django_mcp.E189",
+            )
+        )
+    return errors
+
+
+_TELEMETRY_PATH = "django_mcp.operations.telemetry.Telemetry"
+
+
+def _is_telemetry(path: Any, cls: type) -> bool:
+    """Whether a ``MIDDLEWARE`` entry is the telemetry middleware or a subclass of it."""
+    if path == _TELEMETRY_PATH:
+        return True
+    try:
+        factory = import_string(path) if isinstance(path, str) else path
+    except Exception:  # noqa: BLE001 - an entry that cannot be imported is E153's finding
+        return False
+    return isinstance(factory, type) and issubclass(factory, cls)
+
+
+# -- manage.py check --deploy: what works in development and hurts in production (W020-W029) --------------
+
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_IN_PROCESS_CACHES = ("django.core.cache.backends.locmem.LocMemCache", "django.core.cache.backends.dummy.DummyCache")
+_IN_MEMORY_LAYER = "channels.layers.InMemoryChannelLayer"
+
+
+@register(Tags.compatibility, deploy=True)
+def check_deployment(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W020``-``W025``, ``W032``, on ``manage.py check --deploy`` only: fine on one laptop, not in production.
+
+    Read from the settings alone (no query, no connection); a value other checks refuse is left to them.
+    """
+    user = getattr(settings, "DJANGO_MCP", None)
+    if user is not None and not isinstance(user, dict):
+        return []  # E001
+    user = user or {}
+
+    def valid(key: str) -> Any:
+        value = user.get(key, DEFAULTS[key])
+        return value if SETTINGS[key].problem(value) is None else None
+
+    endpoint = valid("ENDPOINT")
+    wsgi_mode = endpoint is not None and _served_by_view(endpoint)
+    tools = [tool for server in _servers(site) for tool in server.tools.values()]
+    warnings: list[Any] = []
+    if not wsgi_mode:  # WSGI mode sends nothing across requests and keeps no stream to resume
+        warnings += _in_memory_layer(valid("CHANNEL_LAYER"))
+        warnings += _event_store_in_process(valid("EVENT_STORE_CACHE"))
+    task_tools = [tool for tool in tools if tool.task_support]
+    warnings += _sqlite_with_tasks(task_tools)
+    warnings += _connection_per_call([tool for tool in tools if not tool.is_async])
+    warnings += _development_auth(valid("AUTH"))
+    warnings += _tasks_without_worker(task_tools, valid("TASK_BACKEND"))
+    warnings += _browsable_in_production(valid("BROWSABLE_ENDPOINT"))
+    return warnings
+
+
+def _browsable_in_production(who: Any) -> list[Any]:
+    if who is None or who is False or settings.DEBUG:
+        return []
+    return [
+        Warning(
+            f"The browsable endpoint is on (DJANGO_MCP['BROWSABLE_ENDPOINT'] = {who!r}) with DEBUG = False.",
+            hint=f"Signed-in {who} can call every tool they may use from a browser at the MCP endpoint "
+            "(CSRF-protected, audited as transport 'browser'). Set BROWSABLE_ENDPOINT = False in production "
+            "unless you mean it (docs/browsable.md).",
+            id="django_mcp.W032",
+        )
+    ]
+
+
+def _backend(entry: Any) -> str:
+    return str(entry.get("BACKEND", "")) if isinstance(entry, dict) else ""
+
+
+def _in_memory_layer(alias: Any) -> list[Any]:
+    layers = getattr(settings, "CHANNEL_LAYERS", None) or {}
+    if alias is None or _backend(layers.get(alias)) != _IN_MEMORY_LAYER:
+        return []
+    return [
+        Warning(
+            f"CHANNEL_LAYERS[{alias!r}] is the in-memory channel layer: messages between requests stay in the "
+            "worker process that sent them.",
+            hint="With more than one worker process a GET stream on one misses the notifications another publishes, "
+            "and an elicitation answer or a cancellation that reaches another worker is lost. Use "
+            "channels_redis.core.RedisChannelLayer (docs/deployment.md#redis-channel-layer-and-event-store).",
+            id="django_mcp.W020",
+        )
+    ]
+
+
+def _database(alias: str = "default") -> dict[str, Any]:
+    entry = (getattr(settings, "DATABASES", None) or {}).get(alias)
+    return entry if isinstance(entry, dict) else {}
+
+
+def _sqlite_with_tasks(task_tools: list[Any]) -> list[Any]:
+    if not task_tools or not str(_database().get("ENGINE", "")).endswith("sqlite3"):
+        return []
+    return [
+        Warning(
+            f"The database is SQLite and tool {task_tools[0].name!r} runs as a task.",
+            hint="A task worker (manage.py db_worker) and the web workers then write one file: under load, writes "
+            "wait for its lock and fail with 'database is locked'. Use PostgreSQL (docs/deployment.md#postgresql).",
+            id="django_mcp.W021",
+        )
+    ]
+
+
+def _connection_per_call(sync_tools: list[Any]) -> list[Any]:
+    database = _database()
+    if not sync_tools or "postgresql" not in str(database.get("ENGINE", "")):
+        return []
+    options = database.get("OPTIONS") or {}
+    if database.get("CONN_MAX_AGE", 0) != 0 or (isinstance(options, dict) and options.get("pool")):
+        return []
+    return [
+        Warning(
+            f"Sync tools (such as {sync_tools[0].name!r}) run on PostgreSQL with CONN_MAX_AGE = 0 and no connection "
+            "pool: each call opens a database connection and closes it.",
+            hint='Use Django\'s connection pool: DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 2, '
+            '"max_size": 20, "timeout": 2, "reconnect_timeout": 1} with psycopg[pool] installed '
+            "(docs/deployment.md#recommended-settings). Measured: 182 calls/s against 722 with the pool.",
+            id="django_mcp.W022",
+        )
+    ]
+
+
+def _development_auth(auth: Any) -> list[Any]:
+    if auth != "none":
+        return []
+    hosts = [str(h) for h in getattr(settings, "ALLOWED_HOSTS", None) or []]
+    public = [h for h in hosts if h.lower() not in _LOOPBACK_HOSTS]
+    if settings.DEBUG and not public:
+        return []
+    where = "DEBUG is off" if not settings.DEBUG else f"ALLOWED_HOSTS names {', '.join(map(repr, public))}"
+    return [
+        Warning(
+            f"DJANGO_MCP['AUTH'] is 'none' (no authentication) and {where}: this looks like a deployment.",
+            hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md). 'none' is a development mode that serves "
+            "loopback connections only.",
+            id="django_mcp.W023",
+        )
+    ]
+
+
+def _event_store_in_process(alias: Any) -> list[Any]:
+    caches = getattr(settings, "CACHES", None) or {}
+    backend = _backend(caches.get(alias)) if alias is not None else ""
+    if backend not in _IN_PROCESS_CACHES:
+        return []
+    what = "keeps nothing" if backend.endswith("DummyCache") else "lives in one worker process"
+    return [
+        Warning(
+            f"The event store (DJANGO_MCP['EVENT_STORE_CACHE'] = {alias!r}) is {backend.rsplit('.', 1)[-1]}, "
+            f"which {what}.",
+            hint="A client that reconnects with Last-Event-ID to another worker, or after a restart, finds nothing to "
+            "replay, and the notifications published while it was away are lost. Use Redis "
+            "(django.core.cache.backends.redis.RedisCache; docs/deployment.md#redis-channel-layer-and-event-store).",
+            id="django_mcp.W024",
+        )
+    ]
+
+
+def _tasks_without_worker(task_tools: list[Any], alias: Any) -> list[Any]:
+    if not task_tools or alias is None or framework.backend_path(alias) is None or not framework.runs_in_process(alias):
+        return []
+    return [
+        Warning(
+            f"Tool {task_tools[0].name!r} runs as a task on TASKS[{alias!r}] = {framework.backend_path(alias)}, "
+            "which has no worker.",
+            hint="Its tasks run inside the request that starts them (ImmediateBackend) or never (DummyBackend), and "
+            "nothing survives a restart. In production use django_tasks_db.DatabaseBackend and run "
+            "`manage.py db_worker` (docs/tasks.md#deploying-the-worker).",
+            id="django_mcp.W025",
+        )
+    ]
+
+
+#: A task ready this many seconds with no task started meanwhile means no worker takes them.
+TASK_WORKER_SILENCE = 120.0
+
+
+@register(Tags.database, deploy=True)
+def check_task_worker(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
+    """``W026``: tasks wait in the database backend's queue and no worker has started one for a while.
+
+    A database check: run only when asked for the database, as Django runs its own
+    (``manage.py check --deploy --database default``); it reads the queue, never writes.
+    """
+    tools = [tool for server in _servers(site) for tool in server.tools.values() if tool.task_support]
+    alias = mcp_settings.TASK_BACKEND if isinstance(mcp_settings.TASK_BACKEND, str) else None
+    if not databases or not tools or alias is None or framework.backend_path(alias) != _DB_TASK_BACKEND:
+        return []
+    from django_tasks_db.models import DBTaskResult  # reason: only with the database backend installed
+
+    database = router.db_for_read(DBTaskResult)
+    if database not in databases:
+        return []
+    cutoff = timezone.now() - timedelta(seconds=TASK_WORKER_SILENCE)
+    results = DBTaskResult.objects.using(database)
+    try:
+        waiting = results.filter(status="READY", run_after__lte=cutoff, backend_name=alias).count()
+        started = results.filter(started_at__gte=cutoff, backend_name=alias).exists()
+    except DatabaseError:
+        return []  # no queue table yet (before migrate): nothing is waiting
+    if not waiting or started:
+        return []
+    return [
+        Warning(
+            f"{waiting} task(s) have waited in TASKS[{alias!r}] for more than {TASK_WORKER_SILENCE:.0f} s and no "
+            "task started meanwhile: no worker seems to run.",
+            hint="Start `manage.py db_worker` (with --queue-name if TASK_QUEUE is not 'default') next to the web "
+            "workers (docs/tasks.md#deploying-the-worker).",
+            id="django_mcp.W026",
+        )
+    ]
+
+
+_DB_TASK_BACKEND = "django_tasks_db.DatabaseBackend"

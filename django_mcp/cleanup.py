@@ -1,5 +1,5 @@
 """What ``manage.py mcp_cleanup`` prunes: expired and old sessions, stored events a cache keeps, spent OAuth
-codes, and tasks past their TTL.
+codes, tasks past their TTL, and audit records past ``AUDIT_RETENTION``.
 
 Each step counts first and changes nothing when ``dry_run`` is set, so an operator
 can see what a run would do. Deletes go in batches to keep each transaction short on
@@ -12,9 +12,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.core.cache import caches
+from django.core.cache.backends.db import DatabaseCache
+from django.db import connections, router
 from django.utils import timezone
 
+from .auth_clients import oauth_installed
 from .conf import mcp_settings
+from .models import MCPCallRecord, MCPSession, MCPTask
+from .sessions import expire_idle_sync, idle_sessions
+from .tasks import beat, store
 
 #: Rows per DELETE statement.
 DELETE_BATCH = 1000
@@ -30,11 +36,11 @@ class Counts:
     spent_codes: int | None = 0  # OAuth authorization-code checksums past their use; None: OAuth not installed
     tasks: int = 0  # tasks past their TTL (MCPTask.expires), deleted
     lost_tasks: int = 0  # running tasks whose worker went silent, run again (or failed after the last run)
+    calls: int = 0  # audit records (MCPCallRecord) older than AUDIT_RETENTION, deleted
+    workers: int = 0  # task workers (MCPTaskWorker) that stopped beating long ago, deleted
 
 
 def expire_sessions(dry_run: bool) -> int:
-    from .sessions import expire_idle_sync, idle_sessions
-
     if dry_run:
         return int(idle_sessions().count())
     return expire_idle_sync()
@@ -46,8 +52,6 @@ def delete_ended(retention: float, dry_run: bool) -> int:
     A dry run also counts the idle sessions the real run would end first and then find
     past the retention (their ``ended`` becomes ``last_seen + SESSION_IDLE_TIMEOUT``).
     """
-    from .models import MCPSession
-
     cutoff = timezone.now() - timedelta(seconds=retention)
     old = MCPSession.objects.filter(ended__lt=cutoff)
     if dry_run:
@@ -64,15 +68,12 @@ def delete_ended(retention: float, dry_run: bool) -> int:
 
 def delete_expired_events(dry_run: bool) -> int | None:
     """Expired event-store entries of a database cache (other caches expire keys themselves: None)."""
-    from django.core.cache.backends.db import DatabaseCache
-    from django.db import connections, router
-
     cache = caches[mcp_settings.EVENT_STORE_CACHE]
     if not isinstance(cache, DatabaseCache):
         return None
     db = router.db_for_write(cache.cache_model_class)
     connection = connections[db]
-    table = connection.ops.quote_name(cache._table)  # type: ignore[attr-defined]  # set in its __init__
+    table = connection.ops.quote_name(cache.cache_model_class._meta.db_table)
     now = connection.ops.adapt_datetimefield_value(timezone.now().replace(microsecond=0))
     where = "WHERE cache_key LIKE %s AND expires < %s"  # the table name is quoted above, values are bound
     with connection.cursor() as cursor:
@@ -86,20 +87,15 @@ def delete_expired_events(dry_run: bool) -> int | None:
 
 def prune_spent_codes(dry_run: bool) -> int | None:
     """The replay-detection records of authorization codes whose tokens have expired (OAuth only)."""
-    from .auth_clients import oauth_installed
-
     if not oauth_installed():
         return None
-    from .auth.validators import prune_spent_codes as prune
+    from .auth.validators import prune_spent_codes as prune  # reason: auth.validators needs DOT's models (OAuth on)
 
     return prune(dry_run=dry_run)
 
 
 def delete_expired_tasks(dry_run: bool) -> int:
     """Tasks past their TTL, whatever their state: ``tasks/get`` no longer finds them."""
-    from .models import MCPTask
-    from .tasks import store
-
     if dry_run:
         return int(MCPTask.objects.filter(expires__lte=timezone.now()).count())
     return store.expired()
@@ -107,15 +103,26 @@ def delete_expired_tasks(dry_run: bool) -> int:
 
 def recover_lost_tasks(dry_run: bool) -> int:
     """Running tasks whose worker stopped beating: run them again (``TASK_MAX_ATTEMPTS``) or fail them."""
-    from .tasks import store
-
     if dry_run:
         return len(store.silent())
     return store.recover_silent()
 
 
-def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
-    """Run every step; ``retention`` overrides ``SESSION_RETENTION`` (seconds)."""
+def delete_old_calls(retention: float, dry_run: bool) -> int:
+    """Audit records older than ``retention`` seconds, a batch of ids at a time (short transactions)."""
+    old = MCPCallRecord.objects.filter(at__lt=timezone.now() - timedelta(seconds=retention))
+    if dry_run:
+        return int(old.count())
+    deleted = 0
+    while True:
+        ids = list(old.order_by().values_list("id", flat=True)[:DELETE_BATCH])
+        if not ids:
+            return deleted
+        deleted += MCPCallRecord.objects.filter(id__in=ids).delete()[0]
+
+
+def cleanup(retention: float | None = None, dry_run: bool = False, audit_retention: float | None = None) -> Counts:
+    """Run every step; ``retention`` overrides ``SESSION_RETENTION`` and ``audit_retention`` ``AUDIT_RETENTION``."""
     keep = float(mcp_settings.SESSION_RETENTION if retention is None else retention)
     counts = Counts()
     counts.expired = expire_sessions(dry_run)
@@ -124,4 +131,7 @@ def cleanup(retention: float | None = None, dry_run: bool = False) -> Counts:
     counts.spent_codes = prune_spent_codes(dry_run)
     counts.tasks = delete_expired_tasks(dry_run)
     counts.lost_tasks = recover_lost_tasks(dry_run)
+    keep_calls = float(mcp_settings.AUDIT_RETENTION if audit_retention is None else audit_retention)
+    counts.calls = delete_old_calls(keep_calls, dry_run)
+    counts.workers = beat.prune(dry_run)
     return counts

@@ -1,142 +1,30 @@
 """The ``DJANGO_MCP`` settings dict, read lazily with documented defaults.
 
 Like DRF's ``api_settings``: nothing is read at import time, attribute access
-falls back to ``DEFAULTS``, import strings are resolved on access, and the cache
+falls back to the default, import strings are resolved on access, and the cache
 is dropped on ``setting_changed`` so ``override_settings`` works in tests.
 
-Typed: ``DjangoMCPSettings`` (a ``TypedDict``) is the type of the ``DJANGO_MCP`` dict and
-``mcp_settings``' attributes carry each key's type for mypy. ``SETTINGS`` holds the same
-rules for run time: the check id, types and legal values that ``django_mcp.checks``
-validates every key against (docs/checks.md, docs/settings.md). Access itself never
-validates: a wrong value is reported by ``manage.py check``, not on the hot path.
+Each key is declared once in ``SETTINGS``: its default (``DEFAULTS`` is derived) and
+the check id, types and legal values that ``django_mcp.checks`` validates it against
+(docs/checks.md, docs/settings.md). Its static type is written where mypy needs it:
+``DjangoMCPSettings`` (a ``TypedDict``, the type of the ``DJANGO_MCP`` dict) and the
+annotations of ``mcp_settings``; a test checks that they agree with ``SETTINGS``. Access
+itself never validates: a wrong value is reported by ``manage.py check``, not on the hot path.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
 
-DEFAULTS: dict[str, Any] = {
-    # Identity shown to clients in initialize / server/discover.
-    "SERVER_NAME": "django-mcp",
-    "SERVER_TITLE": None,
-    "SERVER_VERSION": None,  # None: the django-mcp-toolkit version
-    "INSTRUCTIONS": None,
-    # Where get_asgi_application() mounts the default site.
-    "ENDPOINT": "/mcp/",
-    # "none" serves without authentication (development); "oauth" arrives with the auth issue.
-    "AUTH": "none",
-    # Browser origins allowed besides the endpoint's own host (DNS-rebinding protection).
-    "ALLOWED_ORIGINS": [],
-    # Largest accepted request body, in bytes (413 above it).
-    "MAX_BODY_SIZE": 4 * 1024 * 1024,
-    # Handshake-era sessions.
-    "SESSION_IDLE_TIMEOUT": 3600,  # seconds without a request before a session expires
-    "SESSION_REVALIDATE_INTERVAL": 30,  # seconds a worker trusts its cached view of a session
-    # Pagination of tools/list, resources/list, prompts/list, resources/templates/list.
-    "PAGE_SIZE": 100,
-    # Seconds a server->client request (elicitation, sampling, roots) waits for its answer.
-    "CLIENT_REQUEST_TIMEOUT": 300,
-    # SSE: keep-alive comment interval and the retry hint (ms) sent before closing a polled stream.
-    "SSE_KEEPALIVE": 15,
-    "SSE_RETRY_MS": 1000,
-    # Event store used for SSE resumption (Last-Event-ID): a Django cache alias and bounds.
-    "EVENT_STORE_CACHE": "default",
-    "EVENT_STORE_MAX_EVENTS": 500,
-    "EVENT_STORE_TTL": 3600,
-    # Channels layer alias carrying messages between workers.
-    "CHANNEL_LAYER": "default",
-    # 2026-07-28 caching hints on list results and reads.
-    "CACHE_TTL_MS": 0,
-    "CACHE_SCOPE": "private",
-    # Seconds a signed multi-round-trip requestState stays valid.
-    "REQUEST_STATE_MAX_AGE": 900,
-    # Maps exceptions raised by tools to results/errors; an import string.
-    "EXCEPTION_HANDLER": "django_mcp.exceptions.exception_handler",
-    # Validate every outgoing result against mcp-types (slower; on in tests).
-    "VALIDATE_RESULTS": False,
-    # -- Django models, templates and views (ModelResource, TemplatePrompt, DRF tools) --
-    # Run each tools/call in a transaction savepoint: an exception rolls back its writes.
-    "ATOMIC_TOOL_CALLS": True,
-    # ModelResource: largest file (bytes) whose contents a read inlines as a blob; larger files are links only.
-    "RESOURCE_MAX_BLOB_SIZE": 1024 * 1024,
-    # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
-    # Scopes this site grants, with the description shown on the consent page; scopes declared by
-    # tools, resources and prompts are added automatically (described by their name unless listed here).
-    "SCOPES": {"mcp": "Connect to this site's MCP server"},
-    # Let MCP clients register themselves (RFC 7591) without an account; consent still needs a user.
-    "ALLOW_ANONYMOUS_REGISTRATION": True,
-    # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
-    "REQUIRE_AUDIENCE": True,
-    # -- Engine security (issue 9: batches) --
-    # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
-    "MAX_BATCH_SIZE": 100,
-    # -- Operations: shutdown, cleanup, health --
-    # Seconds calls in flight get to finish after SIGTERM before they answer a retryable error.
-    "SHUTDOWN_GRACE": 20,
-    # Per-worker session cache: most entries kept, and seconds an unused entry stays (reloaded from the DB after).
-    "SESSION_CACHE_SIZE": 10000,
-    "SESSION_CACHE_MAX_AGE": 900,
-    # Seconds mcp_cleanup keeps ended sessions (visible in the admin) before deleting them.
-    "SESSION_RETENTION": 86400,
-    # Seconds each backend check of the health endpoint may take before it counts as down.
-    "HEALTH_TIMEOUT": 2,
-    # -- Sync code and the database (issue 9 d, f: django_mcp.sync, django_mcp.unavailable) --
-    # Threads running sync user code (tools, views, ModelResource reads, permission checks, templates)
-    # per worker process; each holds a database connection: keep the total under max_connections.
-    "SYNC_WORKERS": 12,
-    # Seconds a call waits for a free sync thread before it is refused as busy (retryable).
-    "SYNC_QUEUE_TIMEOUT": 30,
-    # Threads for the package's own queries (sessions, bearer tokens): never queued behind a tool.
-    "SYNC_BOOKKEEPING_WORKERS": 4,
-    # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
-    "UNAVAILABLE_RETRY_AFTER": 2,
-    # -- OAuth security (production issue) --
-    # Resource URIs (RFC 8707) a token may name besides the endpoint's own canonical URI (RFC 9728); exact match.
-    "ACCEPTED_AUDIENCES": [],
-    # Dynamic client registration (RFC 7591/7592) limits: body bytes (413 above), redirect URIs per client,
-    # characters per redirect URI, and bytes of JSON in metadata fields RFC 7591 does not define (400 above).
-    "REGISTRATION_MAX_BODY_SIZE": 16 * 1024,
-    "REGISTRATION_MAX_REDIRECT_URIS": 10,
-    "REGISTRATION_MAX_URI_LENGTH": 2048,
-    "REGISTRATION_MAX_EXTRA_METADATA": 4096,
-    # Anonymous registrations per client address: [count, seconds] (429 with Retry-After above it); None: no limit.
-    "REGISTRATION_RATE_LIMIT": [20, 3600],
-    # Django cache alias counting registrations (shared by all workers when it is Redis or a database cache).
-    "REGISTRATION_RATE_CACHE": "default",
-    # -- Streams, event store and channel-layer faults (production issue: streams) --
-    # Events kept per session for its GET stream, and broadcasts kept for replay to resumed GET streams.
-    "EVENT_STORE_SESSION_MAX_EVENTS": 1000,
-    "EVENT_STORE_BROADCAST_MAX_EVENTS": 1000,
-    # Seconds a POST stream's writer lease lives unrenewed (renewed every third of it); a stream resumed
-    # after its writer died ends with a retryable error within about this long.
-    "WRITER_LEASE_TTL": 15,
-    # Open GET streams per worker process; above it 503 with Retry-After.
-    "MAX_STREAMS": 1000,
-    # Seconds between re-adding this worker's channel-layer groups (capped at a quarter of group_expiry).
-    "LAYER_REFRESH_INTERVAL": 60,
-    # Retry-After (seconds) on a 503 when the channel layer or the event store is unavailable or saturated.
-    # -- Tasks (tools declared with task=..., run on Django's Tasks framework) --
-    # The TASKS backend alias and queue a task-augmented tools/call is enqueued on.
-    "TASK_BACKEND": "default",
-    "TASK_QUEUE": "default",
-    # Time to live (ms) of a task whose client asks for none, and the most a client may ask for; None: no limit.
-    "TASK_DEFAULT_TTL_MS": 3_600_000,
-    "TASK_MAX_TTL_MS": 86_400_000,
-    # Polling interval (ms) suggested to clients.
-    "TASK_POLL_INTERVAL_MS": 1000,
-    # Seconds a running task's heartbeat may be silent before its worker counts as lost; the task then runs
-    # again (up to TASK_MAX_ATTEMPTS runs) or fails.
-    "TASK_HEARTBEAT_TIMEOUT": 60,
-    "TASK_MAX_ATTEMPTS": 2,
-}
-
-IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})
+from . import rates
 
 #: ``handler(exc, *, tool) -> dict | None`` (the ``EXCEPTION_HANDLER`` setting, once imported).
 ExceptionHandler = Callable[..., Any]
@@ -178,6 +66,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     REQUIRE_AUDIENCE: bool
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
+    SHUTDOWN_QUIET: float
     SESSION_CACHE_SIZE: int
     SESSION_CACHE_MAX_AGE: float
     SESSION_RETENTION: float
@@ -205,6 +94,27 @@ class DjangoMCPSettings(TypedDict, total=False):
     TASK_POLL_INTERVAL_MS: int
     TASK_HEARTBEAT_TIMEOUT: float
     TASK_MAX_ATTEMPTS: int
+    MIDDLEWARE: Sequence[str | Callable[..., Any]]
+    TELEMETRY: bool
+    TELEMETRY_RESOURCE_SPAN_NAMES: bool
+    TELEMETRY_TOOL_CONTENT: bool
+    SWITCHES_REVALIDATE_INTERVAL: float
+    REQUIRE_ACCESS_RULES: bool
+    TASK_UNCLAIMED_WARNING: float
+    RATE_LIMITS: Mapping[str, str | None]
+    RATE_LIMIT_CACHE: str
+    TASK_LIMITS: Mapping[str, int | str | None]
+    TOOL_TIMEOUT: float | None
+    TASK_TIMEOUT: float | None
+    MAX_RESULT_BYTES: int | None
+    AUDIT_LOG: bool
+    AUDIT_RETENTION: float
+    AUDIT_FLUSH_INTERVAL: float
+    AUDIT_BATCH_SIZE: int
+    AUDIT_BUFFER_SIZE: int
+    AUDIT_SENSITIVE_KEYS: str
+    SERVER_CARD: bool | Mapping[str, Any]
+    BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
 
 
 # -- What each key accepts: the table the system checks validate DJANGO_MCP against ---------------
@@ -215,7 +125,7 @@ _SEQUENCE = (list, tuple)
 
 @dataclass(frozen=True)
 class Setting:
-    """How one ``DJANGO_MCP`` key is checked: its check id, the types it accepts, and a test of the value.
+    """One ``DJANGO_MCP`` key: its default, and how the system checks validate it (check id, types, test).
 
     ``expected`` reads after "must be" in the error and its hint ("a positive int").
     A ``bool`` is never accepted where ``int`` or ``float`` is (``True`` is an int in Python).
@@ -225,6 +135,7 @@ class Setting:
     expected: str
     types: tuple[type, ...]
     valid: Callable[[Any], bool] | None = None
+    default: Any = None
 
     def problem(self, value: Any) -> str | None:
         """``None`` when ``value`` is acceptable, else what is wrong ("must be ..., not ...")."""
@@ -235,27 +146,31 @@ class Setting:
         return None
 
 
-def _int(id: str, minimum: int = 1) -> Setting:
+#: What ``SERVER_CARD`` may set (``django_mcp.discovery`` derives the rest from the server and the request).
+_CARD_KEYS = frozenset({"name", "title", "description", "version", "website_url", "repository", "icons"})
+
+
+def _int(id: str, minimum: int = 1, *, default: int) -> Setting:
     expected = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-    return Setting(id, expected, (int,), lambda v: v >= minimum)
+    return Setting(id, expected, (int,), lambda v: v >= minimum, default)
 
 
-def _seconds(id: str, zero: bool = False) -> Setting:
+def _seconds(id: str, zero: bool = False, *, default: float) -> Setting:
     if zero:
-        return Setting(id, "a number of seconds (int or float) >= 0", _NUMBER, lambda v: v >= 0)
-    return Setting(id, "a positive number of seconds (int or float)", _NUMBER, lambda v: v > 0)
+        return Setting(id, "a number of seconds (int or float) >= 0", _NUMBER, lambda v: v >= 0, default)
+    return Setting(id, "a positive number of seconds (int or float)", _NUMBER, lambda v: v > 0, default)
 
 
-def _bool(id: str) -> Setting:
-    return Setting(id, "True or False", (bool,))
+def _bool(id: str, *, default: bool) -> Setting:
+    return Setting(id, "True or False", (bool,), None, default)
 
 
-def _optional_str(id: str) -> Setting:
-    return Setting(id, "a string or None", (str, type(None)))
+def _optional_str(id: str, *, default: str | None) -> Setting:
+    return Setting(id, "a string or None", (str, type(None)), None, default)
 
 
-def _alias(id: str, of: str) -> Setting:
-    return Setting(id, f"the name of an alias in {of} (a non-empty string)", (str,), bool)
+def _alias(id: str, of: str, *, default: str) -> Setting:
+    return Setting(id, f"the name of an alias in {of} (a non-empty string)", (str,), bool, default)
 
 
 def _origin(value: Any) -> bool:
@@ -282,101 +197,341 @@ def _scopes(value: Mapping[Any, Any]) -> bool:
     return all(isinstance(k, str) and k and " " not in k and isinstance(v, str) for k, v in value.items())
 
 
+def _regex(value: str) -> bool:
+    try:
+        re.compile(value)
+    except re.error:
+        return False
+    return bool(value)
+
+
 def _rate_limit(value: Any) -> bool:
     return value is None or (
         len(value) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
     )
 
 
-#: Every ``DEFAULTS`` key -> how the system checks validate it. The ids are stable: ``E006``-``E008``
+def _rate_table(value: Mapping[Any, Any]) -> bool:
+    return all(k in RATE_LIMIT_KEYS and rates.valid(v) for k, v in value.items())
+
+
+def _task_limits(value: Mapping[Any, Any]) -> bool:
+    for key, limit in value.items():
+        if key not in TASK_LIMIT_KEYS:
+            return False
+        if key.startswith("active_"):
+            if limit is not None and (type(limit) is not int or limit < 1):
+                return False
+        elif not rates.valid(limit):
+            return False
+    return True
+
+
+def _optional_seconds(id: str, *, default: float | None) -> Setting:
+    return Setting(
+        id,
+        "a positive number of seconds (int or float) or None",
+        (*_NUMBER, type(None)),
+        lambda v: v is None or v > 0,
+        default,
+    )
+
+
+#: ``RATE_LIMITS`` keys: whose requests each rate counts (docs/operations.md).
+RATE_LIMIT_KEYS = ("user", "client", "tool", "anonymous")
+#: ``TASK_LIMITS`` keys: tasks at once (an int) and tasks created per period (a rate), per user and per client.
+TASK_LIMIT_KEYS = ("active_per_user", "active_per_client", "created_per_user", "created_per_client")
+
+#: The built-in middleware, in its default order (``MIDDLEWARE``): each is a feature of docs/operations.md.
+DEFAULT_MIDDLEWARE: tuple[str, ...] = (
+    "django_mcp.operations.telemetry.Telemetry",
+    "django_mcp.operations.audit.AuditMiddleware",
+    "django_mcp.operations.switches.KillSwitches",
+    "django_mcp.operations.limits.Limits",
+    "django_mcp.operations.timeouts.Timeouts",
+)
+
+
+#: Every ``DJANGO_MCP`` key, declared once: its default and its check. The ids are stable: ``E006``-``E008``
 #: and ``E033`` predate this table; the other keys have one id each, ``E101`` onwards (docs/checks.md).
+#: The types are the annotations of ``DjangoMCPSettings`` and ``MCPSettings`` (for mypy; tests/test_checks.py
+#: checks that the three agree).
 SETTINGS: dict[str, Setting] = {
-    "SERVER_NAME": Setting("django_mcp.E101", "a non-empty string", (str,), bool),
-    "SERVER_TITLE": _optional_str("django_mcp.E102"),
-    "SERVER_VERSION": _optional_str("django_mcp.E103"),
-    "INSTRUCTIONS": _optional_str("django_mcp.E104"),
+    # Identity shown to clients in initialize / server/discover.
+    "SERVER_NAME": Setting("django_mcp.E101", "a non-empty string", (str,), bool, default="django-mcp"),
+    "SERVER_TITLE": _optional_str("django_mcp.E102", default=None),
+    # None: the django-mcp-toolkit version.
+    "SERVER_VERSION": _optional_str("django_mcp.E103", default=None),
+    "INSTRUCTIONS": _optional_str("django_mcp.E104", default=None),
+    # Where get_asgi_application() mounts the default site.
     "ENDPOINT": Setting(
-        "django_mcp.E105", 'a URL path such as "/mcp/" (starts with "/", not only "/", no query)', (str,), _endpoint
+        "django_mcp.E105",
+        'a URL path such as "/mcp/" (starts with "/", not only "/", no query)',
+        (str,),
+        _endpoint,
+        default="/mcp/",
     ),
-    "AUTH": Setting("django_mcp.E006", "'none' or 'oauth'", (str,), lambda v: v in ("none", "oauth")),
+    # "none" serves without authentication (development); "oauth" arrives with the auth issue.
+    "AUTH": Setting("django_mcp.E006", "'none' or 'oauth'", (str,), lambda v: v in ("none", "oauth"), default="none"),
+    # Browser origins allowed besides the endpoint's own host (DNS-rebinding protection).
     "ALLOWED_ORIGINS": Setting(
         "django_mcp.E106",
         'a list of origins such as "https://app.example.com" (scheme and host, no path or trailing slash) or "*"',
         _SEQUENCE,
         lambda v: all(_origin(o) for o in v),
+        default=[],
     ),
-    "MAX_BODY_SIZE": _int("django_mcp.E007"),
-    "SESSION_IDLE_TIMEOUT": _seconds("django_mcp.E107"),
-    "SESSION_REVALIDATE_INTERVAL": _seconds("django_mcp.E108", zero=True),
-    "PAGE_SIZE": _int("django_mcp.E109"),
-    "CLIENT_REQUEST_TIMEOUT": _seconds("django_mcp.E110"),
-    "SSE_KEEPALIVE": _seconds("django_mcp.E111"),
-    "SSE_RETRY_MS": _int("django_mcp.E112", minimum=0),
-    "EVENT_STORE_CACHE": _alias("django_mcp.E008", "CACHES"),
-    "EVENT_STORE_MAX_EVENTS": _int("django_mcp.E113"),
-    "EVENT_STORE_TTL": _seconds("django_mcp.E114"),
-    "CHANNEL_LAYER": _alias("django_mcp.E115", "CHANNEL_LAYERS"),
-    "CACHE_TTL_MS": _int("django_mcp.E116", minimum=0),
-    "CACHE_SCOPE": Setting("django_mcp.E117", "'private' or 'public'", (str,), lambda v: v in ("private", "public")),
-    "REQUEST_STATE_MAX_AGE": Setting("django_mcp.E118", "a positive int (seconds)", (int,), lambda v: v > 0),
+    # Largest accepted request body, in bytes (413 above it).
+    "MAX_BODY_SIZE": _int("django_mcp.E007", default=4 * 1024 * 1024),
+    # Handshake-era sessions.
+    # seconds without a request before a session expires
+    "SESSION_IDLE_TIMEOUT": _seconds("django_mcp.E107", default=3600),
+    # seconds a worker trusts its cached view of a session
+    "SESSION_REVALIDATE_INTERVAL": _seconds("django_mcp.E108", zero=True, default=30),
+    # Pagination of tools/list, resources/list, prompts/list, resources/templates/list.
+    "PAGE_SIZE": _int("django_mcp.E109", default=100),
+    # Seconds a server->client request (elicitation, sampling, roots) waits for its answer.
+    "CLIENT_REQUEST_TIMEOUT": _seconds("django_mcp.E110", default=300),
+    # SSE: keep-alive comment interval and the retry hint (ms) sent before closing a polled stream.
+    "SSE_KEEPALIVE": _seconds("django_mcp.E111", default=15),
+    "SSE_RETRY_MS": _int("django_mcp.E112", minimum=0, default=1000),
+    # Event store used for SSE resumption (Last-Event-ID): a Django cache alias and bounds.
+    "EVENT_STORE_CACHE": _alias("django_mcp.E008", "CACHES", default="default"),
+    "EVENT_STORE_MAX_EVENTS": _int("django_mcp.E113", default=500),
+    "EVENT_STORE_TTL": _seconds("django_mcp.E114", default=3600),
+    # Channels layer alias carrying messages between workers.
+    "CHANNEL_LAYER": _alias("django_mcp.E115", "CHANNEL_LAYERS", default="default"),
+    # 2026-07-28 caching hints on list results and reads.
+    "CACHE_TTL_MS": _int("django_mcp.E116", minimum=0, default=0),
+    "CACHE_SCOPE": Setting(
+        "django_mcp.E117", "'private' or 'public'", (str,), lambda v: v in ("private", "public"), default="private"
+    ),
+    # Seconds a signed multi-round-trip requestState stays valid.
+    "REQUEST_STATE_MAX_AGE": Setting(
+        "django_mcp.E118", "a positive int (seconds)", (int,), lambda v: v > 0, default=900
+    ),
+    # Maps exceptions raised by tools to results/errors; an import string.
     "EXCEPTION_HANDLER": Setting(
         "django_mcp.E119",
         "the dotted path of a callable handler(exc, *, tool), or the callable",
-        (str, Callable),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
+        (str, Callable),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time,
+        default="django_mcp.exceptions.exception_handler",
     ),
-    "VALIDATE_RESULTS": _bool("django_mcp.E120"),
-    "ATOMIC_TOOL_CALLS": _bool("django_mcp.E121"),
-    "RESOURCE_MAX_BLOB_SIZE": _int("django_mcp.E122", minimum=0),
+    # Validate every outgoing result against mcp-types (slower; on in tests).
+    "VALIDATE_RESULTS": _bool("django_mcp.E120", default=False),
+    # -- Django models, templates and views (ModelResource, TemplatePrompt, DRF tools) --
+    # Run each tools/call in a transaction savepoint: an exception rolls back its writes.
+    "ATOMIC_TOOL_CALLS": _bool("django_mcp.E121", default=True),
+    # ModelResource: largest file (bytes) whose contents a read inlines as a blob; larger files are links only.
+    "RESOURCE_MAX_BLOB_SIZE": _int("django_mcp.E122", minimum=0, default=1024 * 1024),
+    # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
+    # Scopes this site grants, with the description shown on the consent page; scopes declared by
+    # tools, resources and prompts are added automatically (described by their name unless listed here).
     "SCOPES": Setting(
         "django_mcp.E033",
         "a dict of scope names (non-empty, no spaces) to descriptions (strings)",
         (dict,),
         _scopes,
+        default={"mcp": "Connect to this site's MCP server"},
     ),
-    "ALLOW_ANONYMOUS_REGISTRATION": _bool("django_mcp.E123"),
-    "REQUIRE_AUDIENCE": _bool("django_mcp.E124"),
-    "MAX_BATCH_SIZE": _int("django_mcp.E007"),
-    "SHUTDOWN_GRACE": _seconds("django_mcp.E125", zero=True),
-    "SESSION_CACHE_SIZE": _int("django_mcp.E126"),
-    "SESSION_CACHE_MAX_AGE": _seconds("django_mcp.E127"),
-    "SESSION_RETENTION": _seconds("django_mcp.E128", zero=True),
-    "HEALTH_TIMEOUT": _seconds("django_mcp.E129"),
-    "SYNC_WORKERS": _int("django_mcp.E130"),
-    "SYNC_QUEUE_TIMEOUT": _seconds("django_mcp.E131", zero=True),
-    "SYNC_BOOKKEEPING_WORKERS": _int("django_mcp.E132"),
-    "UNAVAILABLE_RETRY_AFTER": _int("django_mcp.E133", minimum=0),
+    # Let MCP clients register themselves (RFC 7591) without an account; consent still needs a user.
+    "ALLOW_ANONYMOUS_REGISTRATION": _bool("django_mcp.E123", default=True),
+    # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
+    "REQUIRE_AUDIENCE": _bool("django_mcp.E124", default=True),
+    # -- Engine security (issue 9: batches) --
+    # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
+    "MAX_BATCH_SIZE": _int("django_mcp.E007", default=100),
+    # -- Operations: shutdown, cleanup, health --
+    # Seconds calls in flight get to finish after SIGTERM before they answer a retryable error.
+    "SHUTDOWN_GRACE": _seconds("django_mcp.E125", zero=True, default=20),
+    # Seconds without a new request before a draining worker that stopped listening hands over to the
+    # server: above the upstream keep-alive timeout of the proxy in front (nginx: 4 s in docs/deployment.md).
+    "SHUTDOWN_QUIET": _seconds("django_mcp.E190", zero=True, default=5),
+    # Per-worker session cache: most entries kept, and seconds an unused entry stays (reloaded from the DB after).
+    "SESSION_CACHE_SIZE": _int("django_mcp.E126", default=10000),
+    "SESSION_CACHE_MAX_AGE": _seconds("django_mcp.E127", default=900),
+    # Seconds mcp_cleanup keeps ended sessions (visible in the admin) before deleting them.
+    "SESSION_RETENTION": _seconds("django_mcp.E128", zero=True, default=86400),
+    # Seconds each backend check of the health endpoint may take before it counts as down.
+    "HEALTH_TIMEOUT": _seconds("django_mcp.E129", default=2),
+    # -- Sync code and the database (issue 9 d, f: django_mcp.sync, django_mcp.unavailable) --
+    # Threads running sync user code (tools, views, ModelResource reads, permission checks, templates)
+    # per worker process; each holds a database connection: keep the total under max_connections.
+    "SYNC_WORKERS": _int("django_mcp.E130", default=12),
+    # Seconds a call waits for a free sync thread before it is refused as busy (retryable).
+    "SYNC_QUEUE_TIMEOUT": _seconds("django_mcp.E131", zero=True, default=30),
+    # Threads for the package's own queries (sessions, bearer tokens): never queued behind a tool.
+    "SYNC_BOOKKEEPING_WORKERS": _int("django_mcp.E132", default=4),
+    # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
+    "UNAVAILABLE_RETRY_AFTER": _int("django_mcp.E133", minimum=0, default=2),
+    # -- OAuth security (production issue) --
+    # Resource URIs (RFC 8707) a token may name besides the endpoint's own canonical URI (RFC 9728); exact match.
     "ACCEPTED_AUDIENCES": Setting(
         "django_mcp.E134",
         'a list of absolute URIs such as "https://mcp.example.com/mcp/" (no fragment)',
         _SEQUENCE,
         lambda v: all(_absolute_uri(u) for u in v),
+        default=[],
     ),
-    "REGISTRATION_MAX_BODY_SIZE": _int("django_mcp.E135"),
-    "REGISTRATION_MAX_REDIRECT_URIS": _int("django_mcp.E136"),
-    "REGISTRATION_MAX_URI_LENGTH": _int("django_mcp.E137"),
-    "REGISTRATION_MAX_EXTRA_METADATA": _int("django_mcp.E138", minimum=0),
+    # Dynamic client registration (RFC 7591/7592) limits: body bytes (413 above), redirect URIs per client,
+    # characters per redirect URI, and bytes of JSON in metadata fields RFC 7591 does not define (400 above).
+    "REGISTRATION_MAX_BODY_SIZE": _int("django_mcp.E135", default=16 * 1024),
+    "REGISTRATION_MAX_REDIRECT_URIS": _int("django_mcp.E136", default=10),
+    "REGISTRATION_MAX_URI_LENGTH": _int("django_mcp.E137", default=2048),
+    "REGISTRATION_MAX_EXTRA_METADATA": _int("django_mcp.E138", minimum=0, default=4096),
+    # Anonymous registrations per client address: [count, seconds] (429 with Retry-After above it); None: no limit.
     "REGISTRATION_RATE_LIMIT": Setting(
         "django_mcp.E139",
         "[count, seconds] (two positive ints) or None",
         (*_SEQUENCE, type(None)),
         _rate_limit,
+        default=[20, 3600],
     ),
-    "REGISTRATION_RATE_CACHE": _alias("django_mcp.E140", "CACHES"),
-    "EVENT_STORE_SESSION_MAX_EVENTS": _int("django_mcp.E141"),
-    "EVENT_STORE_BROADCAST_MAX_EVENTS": _int("django_mcp.E142"),
-    "WRITER_LEASE_TTL": _seconds("django_mcp.E143"),
-    "MAX_STREAMS": _int("django_mcp.E144"),
-    "LAYER_REFRESH_INTERVAL": _seconds("django_mcp.E145"),
-    "TASK_BACKEND": Setting("django_mcp.E146", "an alias of TASKS (a string)", (str,), lambda v: bool(v)),
-    "TASK_QUEUE": Setting("django_mcp.E147", "a queue name (a non-empty string)", (str,), lambda v: bool(v)),
-    "TASK_DEFAULT_TTL_MS": _int("django_mcp.E148"),
+    # Django cache alias counting registrations (shared by all workers when it is Redis or a database cache).
+    "REGISTRATION_RATE_CACHE": _alias("django_mcp.E140", "CACHES", default="default"),
+    # -- Streams, event store and channel-layer faults (production issue: streams) --
+    # Events kept per session for its GET stream, and broadcasts kept for replay to resumed GET streams.
+    "EVENT_STORE_SESSION_MAX_EVENTS": _int("django_mcp.E141", default=1000),
+    "EVENT_STORE_BROADCAST_MAX_EVENTS": _int("django_mcp.E142", default=1000),
+    # Seconds a POST stream's writer lease lives unrenewed (renewed every third of it); a stream resumed
+    # after its writer died ends with a retryable error within about this long.
+    "WRITER_LEASE_TTL": _seconds("django_mcp.E143", default=15),
+    # Open GET streams per worker process; above it 503 with Retry-After.
+    "MAX_STREAMS": _int("django_mcp.E144", default=1000),
+    # Seconds between re-adding this worker's channel-layer groups (capped at a quarter of group_expiry).
+    "LAYER_REFRESH_INTERVAL": _seconds("django_mcp.E145", default=60),
+    # -- Tasks (tools declared with task=..., run on Django's Tasks framework) --
+    # The TASKS backend alias and queue a task-augmented tools/call is enqueued on.
+    "TASK_BACKEND": Setting(
+        "django_mcp.E146", "an alias of TASKS (a string)", (str,), lambda v: bool(v), default="default"
+    ),
+    "TASK_QUEUE": Setting(
+        "django_mcp.E147", "a queue name (a non-empty string)", (str,), lambda v: bool(v), default="default"
+    ),
+    # Time to live (ms) of a task whose client asks for none, and the most a client may ask for; None: no limit.
+    "TASK_DEFAULT_TTL_MS": _int("django_mcp.E148", default=3_600_000),
     "TASK_MAX_TTL_MS": Setting(
-        "django_mcp.E149", "a positive int (ms) or None", (int, type(None)), lambda v: v is None or v > 0
+        "django_mcp.E149",
+        "a positive int (ms) or None",
+        (int, type(None)),
+        lambda v: v is None or v > 0,
+        default=86_400_000,
     ),
-    "TASK_POLL_INTERVAL_MS": _int("django_mcp.E150"),
-    "TASK_HEARTBEAT_TIMEOUT": _seconds("django_mcp.E151"),
-    "TASK_MAX_ATTEMPTS": _int("django_mcp.E152"),
+    # Polling interval (ms) suggested to clients.
+    "TASK_POLL_INTERVAL_MS": _int("django_mcp.E150", default=1000),
+    # Seconds a running task's heartbeat may be silent before its worker counts as lost; the task then runs
+    # again (up to TASK_MAX_ATTEMPTS runs) or fails.
+    "TASK_HEARTBEAT_TIMEOUT": _seconds("django_mcp.E151", default=60),
+    "TASK_MAX_ATTEMPTS": _int("django_mcp.E152", default=2),
+    # -- Operations --
+    # What wraps every request through the door (docs/middleware.md), outermost first: dotted paths or factories.
+    "MIDDLEWARE": Setting(
+        "django_mcp.E153",
+        "a list of dotted paths of middleware factories (or the factories)",
+        _SEQUENCE,
+        lambda v: all((isinstance(p, str) and "." in p) or callable(p) for p in v),
+        default=list(DEFAULT_MIDDLEWARE),
+    ),
+    # -- Telemetry (django_mcp.operations.telemetry; the `otel` extra) --
+    # OpenTelemetry spans and metrics per the MCP semantic conventions; off: nothing of OpenTelemetry is imported.
+    "TELEMETRY": _bool("django_mcp.E185", default=False),
+    # The resource URI as the span name's target of resources/* requests (high cardinality, so opt-in).
+    "TELEMETRY_RESOURCE_SPAN_NAMES": _bool("django_mcp.E187", default=False),
+    # Record tools/call arguments and results on spans (gen_ai.tool.call.arguments/result): may hold personal data.
+    "TELEMETRY_TOOL_CONTENT": _bool("django_mcp.E188", default=False),
+    # -- Kill switches, strict mode, task-worker health (docs/operations.md) --
+    # Seconds a worker trusts its in-memory kill switches without a change broadcast (one query to reload).
+    "SWITCHES_REVALIDATE_INTERVAL": _seconds("django_mcp.E180", default=10),
+    # Refuse to start (system check E182) while a tool, resource, template or prompt declares no access rule.
+    "REQUIRE_ACCESS_RULES": _bool("django_mcp.E181", default=False),
+    # Seconds a queued task may wait for a task worker before its statusMessage and the health endpoint say so.
+    "TASK_UNCLAIMED_WARNING": _seconds("django_mcp.E183", default=120),
+    # -- Operations: limits, timeouts, size caps (django_mcp.operations; docs/operations.md) --
+    # Requests per caller in the ``limits`` syntax ("600/minute"), per user, per OAuth client, per tool (each
+    # caller's calls of one tool) and per address for anonymous callers; None: no limit. Keys left out keep
+    # their default. Over it: 429 with Retry-After.
+    "RATE_LIMITS": Setting(
+        "django_mcp.E170",
+        'a dict of "user", "client", "tool", "anonymous" to a rate such as "600/minute" or None',
+        (dict,),
+        _rate_table,
+        default={"user": "600/minute", "client": None, "tool": None, "anonymous": "600/minute"},
+    ),
+    # Django cache alias holding the counters: every worker counts together when it is shared (Redis).
+    "RATE_LIMIT_CACHE": _alias("django_mcp.E171", "CACHES", default="default"),
+    # MCP tasks at once (working or input_required) per user and per OAuth client (an int or None), and tasks
+    # created per period (a rate or None). Keys left out keep their default.
+    "TASK_LIMITS": Setting(
+        "django_mcp.E172",
+        'a dict of "active_per_user", "active_per_client" (a positive int or None) and "created_per_user", '
+        '"created_per_client" (a rate such as "600/hour" or None)',
+        (dict,),
+        _task_limits,
+        default={
+            "active_per_user": 20,
+            "active_per_client": 100,
+            "created_per_user": "600/hour",
+            "created_per_client": None,
+        },
+    ),
+    # Seconds a tools/call may run before it answers a timed-out tool error (a tool's timeout= wins); None: none.
+    "TOOL_TIMEOUT": _optional_seconds("django_mcp.E173", default=300),
+    # Seconds a task's run may take; None: until the task expires (its TTL). A tool's timeout= wins.
+    "TASK_TIMEOUT": _optional_seconds("django_mcp.E174", default=None),
+    # Largest result (serialized JSON bytes) a call may answer or a task store; larger is a tool error. None: any.
+    "MAX_RESULT_BYTES": Setting(
+        "django_mcp.E175",
+        "a positive int (bytes) or None",
+        (int, type(None)),
+        lambda v: v is None or v > 0,
+        default=4 * 1024 * 1024,
+    ),
+    # -- Operations: the audit log (django_mcp.operations.audit, docs/operations.md) --
+    # Record every tools/call, resources/read, prompts/get and task run in MCPCallRecord (the admin's "MCP calls").
+    "AUDIT_LOG": _bool("django_mcp.E160", default=True),
+    # Seconds mcp_cleanup keeps audit records (30 days).
+    "AUDIT_RETENTION": _seconds("django_mcp.E161", default=30 * 86400),
+    # Seconds between two writes of the buffered records by each process's background writer.
+    "AUDIT_FLUSH_INTERVAL": _seconds("django_mcp.E162", default=0.5),
+    # Records per INSERT (one short transaction each); this many buffered wake the writer early.
+    "AUDIT_BATCH_SIZE": _int("django_mcp.E163", default=500),
+    # Records a process buffers at most (the database away): beyond it the oldest are dropped, with a warning.
+    "AUDIT_BUFFER_SIZE": _int("django_mcp.E164", default=10_000),
+    # Argument keys whose values are masked (a case-insensitive regular expression, searched in each key, at
+    # every depth), as Django's SafeExceptionReporterFilter masks settings.
+    "AUDIT_SENSITIVE_KEYS": Setting(
+        "django_mcp.E165",
+        "a regular expression (a non-empty string that compiles)",
+        (str,),
+        _regex,
+        default="API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|COOKIE",
+    ),
+    # -- What people see (docs/discovery.md, docs/browsable.md) --
+    # The Server Card at <ENDPOINT>server-card and the AI Catalog at /.well-known/ai-catalog.json (the
+    # experimental server-card extension): True, False (both 404), or a dict of what cannot be derived.
+    "SERVER_CARD": Setting(
+        "django_mcp.E191",
+        "True, False or a dict of " + ", ".join(f'"{k}"' for k in sorted(_CARD_KEYS)),
+        (bool, dict),
+        lambda v: isinstance(v, bool) or set(v) <= _CARD_KEYS,
+        default=True,
+    ),
+    # GET ENDPOINT from a browser: a page listing what the signed-in user may use, with forms to call it.
+    # "staff" (the default) or "superuser" says who may open it; False turns it off (check --deploy: W032).
+    "BROWSABLE_ENDPOINT": Setting(
+        "django_mcp.E192",
+        '"staff", "superuser" or False',
+        (str, bool),
+        lambda v: v in ("staff", "superuser", False),
+        default="staff",
+    ),
 }
+
+
+#: Each key's default, derived from ``SETTINGS``.
+DEFAULTS: dict[str, Any] = {name: setting.default for name, setting in SETTINGS.items()}
+#: Keys whose string value is a dotted path, imported on first access.
+IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})
 
 
 class MCPSettings:
@@ -413,6 +568,7 @@ class MCPSettings:
     REQUIRE_AUDIENCE: bool
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
+    SHUTDOWN_QUIET: float
     SESSION_CACHE_SIZE: int
     SESSION_CACHE_MAX_AGE: float
     SESSION_RETENTION: float
@@ -440,6 +596,27 @@ class MCPSettings:
     TASK_POLL_INTERVAL_MS: int
     TASK_HEARTBEAT_TIMEOUT: float
     TASK_MAX_ATTEMPTS: int
+    MIDDLEWARE: Sequence[str | Callable[..., Any]]
+    TELEMETRY: bool
+    TELEMETRY_RESOURCE_SPAN_NAMES: bool
+    TELEMETRY_TOOL_CONTENT: bool
+    SWITCHES_REVALIDATE_INTERVAL: float
+    REQUIRE_ACCESS_RULES: bool
+    TASK_UNCLAIMED_WARNING: float
+    RATE_LIMITS: Mapping[str, str | None]
+    RATE_LIMIT_CACHE: str
+    TASK_LIMITS: Mapping[str, int | str | None]
+    TOOL_TIMEOUT: float | None
+    TASK_TIMEOUT: float | None
+    MAX_RESULT_BYTES: int | None
+    AUDIT_LOG: bool
+    AUDIT_RETENTION: float
+    AUDIT_FLUSH_INTERVAL: float
+    AUDIT_BATCH_SIZE: int
+    AUDIT_BUFFER_SIZE: int
+    AUDIT_SENSITIVE_KEYS: str
+    SERVER_CARD: bool | Mapping[str, Any]
+    BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
 
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
@@ -448,8 +625,6 @@ class MCPSettings:
     @property
     def user_settings(self) -> dict[str, Any]:
         if self._user is None:
-            from django.conf import settings
-
             self._user = dict(getattr(settings, "DJANGO_MCP", None) or {})
         return self._user
 

@@ -1,30 +1,42 @@
 """One dispatch path between the transports and the engine.
 
-Everything that is the same whatever carries the bytes lives here: the checks of a
-2026-07-28 request's envelope and mirrored headers, ``initialize``, finding the
-caller's session, batches, and absorbing the client's notifications and responses.
-Streamable HTTP, the legacy HTTP+SSE transport and stdio call it; each keeps only
-its bytes, streams and status codes. A refusal is a ``Rejected``: the JSON-RPC error
-and the HTTP status it gets where there is HTTP.
+Everything that is the same whatever carries the bytes lives here: the era of a
+POST, the checks of a 2026-07-28 request's envelope and mirrored headers, the
+handshake POST (``initialize``, finding the caller's session, batches, absorbing the
+client's notifications and responses), and what a ``subscriptions/listen`` stream
+may carry. Streamable HTTP, the WSGI view, the legacy HTTP+SSE transport and stdio
+call it; each keeps only its bytes, streams and status codes. A refusal is a
+``Rejected``: the JSON-RPC error and the HTTP status it gets where there is HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.signals import setting_changed
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
+from . import middleware
+from .auth.bearer import INSUFFICIENT_SCOPE, insufficient_scope
+from .auth.challenge import Challenge
 from .conf import mcp_settings
-from .engine import UNSET, Outlet, engine, negotiate_initialize
+from .engine import UNSET, Exchange, Outlet, engine, negotiate_initialize
+from .exceptions import Refused
+from .middleware import Call, CallNext, Refusal
 from .protocol import headers, jsonrpc
 from .protocol.jsonrpc import ProtocolError
 from .protocol.validation import validate_notification, validate_request
-from .protocol.versions import BATCH_REVISIONS, STATELESS_REVISIONS
-from .server import MCPServer
+from .protocol.versions import BATCH_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from .server import MCPServer, site
 from .sessions import SessionState, store
+from .subscriptions import ListenFilter
+from .tasks import methods as task_methods
+
+logger = logging.getLogger("django_mcp")
 
 #: The HTTP status of each JSON-RPC error a 2026-07-28 request can be refused with.
 STATUS = {
@@ -39,11 +51,18 @@ STATUS = {
 
 
 class Rejected(Exception):
-    """A message refused before it reached the engine."""
+    """A message refused before it reached the engine: its JSON-RPC error and HTTP status (and headers)."""
 
-    def __init__(self, status: int, error: ProtocolError, request_id: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        error: ProtocolError,
+        request_id: Any = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(error.message)
         self.status, self.error, self.request_id = status, error, request_id
+        self.headers = headers or []
 
     def message(self) -> dict[str, Any]:
         """The JSON-RPC error message a transport without statuses (stdio) writes."""
@@ -62,12 +81,38 @@ def status_for(response: dict[str, Any]) -> int:
 
 @dataclass
 class Caller:
-    """Who sends the messages: the user, the OAuth token (``AuthInfo``) and client, the language."""
+    """Who sends the messages: the user, the OAuth token (``AuthInfo``) and client, the language.
+
+    ``scope`` is the ASGI scope of an HTTP caller: a refusal then carries the
+    ``WWW-Authenticate`` challenge that points the client at this endpoint's metadata.
+    """
 
     user: Any
     auth: Any = None
     client_id: str = ""
     locale: str | None = None
+    scope: dict[str, Any] | None = None
+    #: What carries the request (``middleware.TRANSPORTS``): "http", "sse", "stdio", "wsgi", "test", "task",
+    #: "browser" (the browsable endpoint's forms).
+    transport: str = "http"
+
+    @classmethod
+    def authenticated(
+        cls,
+        user: Any,
+        auth: Any,
+        locale: str | None = None,
+        scope: dict[str, Any] | None = None,
+        transport: str = "http",
+    ) -> Caller:
+        """A caller whose OAuth client is its token's (none without a token)."""
+        return cls(user, auth, auth.client_id if auth is not None else "", locale, scope, transport)
+
+    @property
+    def address(self) -> str | None:
+        """The client's address: the ASGI scope's ``client`` (the WSGI view's ``REMOTE_ADDR``); None without HTTP."""
+        client = self.scope.get("client") if self.scope is not None else None
+        return str(client[0]) if client else None
 
 
 async def handle(
@@ -78,18 +123,137 @@ async def handle(
     caller: Caller,
     outlet: Outlet | None = None,
     target: Any = UNSET,
+    *,
+    exchange: Exchange | None = None,
 ) -> dict[str, Any] | None:
-    """Run one request for ``caller`` through the engine; the response, or None if cancelled."""
-    return await engine.handle_request(
-        server,
-        request,
-        revision,
-        session,
-        caller.user,
-        outlet,
-        locale=caller.locale,
-        auth=caller.auth,
-        target=target,
+    """The one door into the engine: the response to ``request``, or None if the client cancelled it.
+
+    Every caller comes through here (Streamable HTTP, legacy SSE, stdio, the WSGI view, the
+    test client, the task worker), so the same checks run in the same order for all: the
+    token's scopes for the tool/resource/prompt named (``Rejected``, 403 ``insufficient_scope``),
+    then the params against the revision's schema (-32602), then the handler, whose access
+    checks (Django permissions, ``check=``) and error mapping are the engine's.
+    ``exchange`` is a prepared exchange (a task's run); by default one is built from the rest.
+    """
+    ex = exchange
+    if ex is None:
+        ex = Exchange(
+            server,
+            request,
+            revision,
+            session,
+            caller.user,
+            outlet,
+            locale=caller.locale,
+            auth=caller.auth,
+            target=target,
+        )
+    chain = _chain()
+    if chain is None:  # no middleware (or none in use): no Call to build
+        return await _enter(ex, caller)
+    call = Call(ex, caller.user, caller.auth, caller.client_id, caller.transport, caller.scope, caller.address)
+    call.state[_CALLER] = caller
+    response = await chain(call)
+    if isinstance(response, Refusal):  # refused with a status: answered as the door's own refusals
+        error = response["error"]
+        refusal = ProtocolError(error["code"], error["message"], error.get("data"))
+        raise Rejected(response.status, refusal, ex.request_id, response.headers)
+    return response
+
+
+def _guard(handler: CallNext) -> CallNext:
+    """Around each middleware (and the door's checks): what it raises becomes the response it stands for."""
+
+    async def guarded(call: Call) -> dict[str, Any] | None:
+        ex = call.exchange
+        try:
+            return await handler(call)
+        except Rejected as exc:  # the door's own refusal (a scope the token lacks)
+            return Refusal(exc.message(), exc.status, exc.headers)
+        except Refused as exc:  # a middleware's refusal with a status (429 + Retry-After, say)
+            return Refusal(jsonrpc.error_message(ex.request_id, exc), exc.status, exc.headers())
+        except ProtocolError as exc:  # a middleware's MCPError
+            return jsonrpc.error_message(ex.request_id, engine.protocol_error(ex, exc))
+        except Exception:  # a middleware's bug: the client gets what a handler's bug gets
+            logger.exception("MCP middleware failed on %s", ex.method)
+            return jsonrpc.error_message(ex.request_id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+
+    return guarded
+
+
+async def _enter(ex: Exchange, caller: Caller) -> dict[str, Any] | None:
+    """Past the middleware: the token's scopes, the params' schema, then the engine."""
+    if caller.auth is not None:
+        check_scopes(ex, caller)
+    request = ex.request
+    if not task_methods.unvalidated(request.method, ex.revision, ex.stateless):
+        try:
+            validate_request(request.method, ex.revision, request.params)
+        except ProtocolError as exc:
+            return jsonrpc.error_message(request.id, exc)
+    return await engine.run(ex)
+
+
+async def _innermost(call: Call) -> dict[str, Any] | None:
+    return await _enter(call.exchange, call.state[_CALLER])
+
+
+_CALLER = "django_mcp.caller"
+_built: tuple[Any, CallNext | None] = (None, None)
+
+
+def _chain() -> CallNext | None:
+    """``MIDDLEWARE`` built around the door's own checks; rebuilt when ``DJANGO_MCP`` changes (tests).
+
+    Any key may change which middleware is in use (``TELEMETRY`` off raises ``MiddlewareNotUsed``).
+    """
+    global _built
+    paths = mcp_settings.MIDDLEWARE
+    if _built[0] is not paths:
+        _built = (paths, middleware.build(paths, _innermost, _guard) if paths else None)
+    return _built[1]
+
+
+def _rebuild(*, setting: str, **kwargs: Any) -> None:
+    global _built
+    if setting == "DJANGO_MCP":
+        _built = (None, None)
+
+
+setting_changed.connect(_rebuild)
+
+
+def check_scopes(ex: Exchange, caller: Caller) -> None:
+    """A token lacking the scopes of the tool/resource/prompt a request names: ``Rejected`` (403).
+
+    The same refusal for every caller; an HTTP caller's carries the ``WWW-Authenticate``
+    challenge a client steps up from (RFC 6750 ``insufficient_scope``).
+    """
+    target = ex.target
+    needed = sorted(set(target.scopes)) if target is not None else []
+    if not needed or caller.auth.allows(needed):
+        return
+    if caller.scope is not None:
+        raise challenge_rejection(insufficient_scope(caller.scope, needed), ex.request_id)
+    raise Rejected(
+        403,
+        ProtocolError(jsonrpc.INVALID_REQUEST, f"Forbidden: {INSUFFICIENT_SCOPE}", {"error": "insufficient_scope"}),
+        ex.request_id,
+    )
+
+
+def challenge_rejection(challenge: Challenge, request_id: Any = None) -> Rejected:
+    """An ``auth.Challenge`` (400/401/403 with ``WWW-Authenticate``) as a refusal at the door."""
+    label = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}[challenge.status]
+    return Rejected(
+        challenge.status,
+        ProtocolError(
+            jsonrpc.INVALID_REQUEST,
+            f"{label}: {challenge.description}",
+            {"error": challenge.error} if challenge.error else None,
+        ),
+        request_id,
+        headers=[(b"www-authenticate", challenge.header.encode("latin-1", "replace"))],
     )
 
 
@@ -120,6 +284,18 @@ def has_envelope(params: Any) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
+def is_stateless_post(payload: Any, version: str | None, session_id: str | None) -> bool:
+    """Which era an HTTP POST belongs to: True for 2026-07-28, False for the handshake era.
+
+    A version header that is not a handshake revision (2026-07-28, or one we don't know)
+    takes the stateless path, where an unknown version gets -32022 with the supported
+    list. Without the header, a body carrying the 2026 envelope and no session is stateless.
+    """
+    if version is not None:
+        return version.strip() not in HANDSHAKE_REVISIONS
+    return session_id is None and isinstance(payload, dict) and has_envelope(payload.get("params"))
+
+
 def stateless_request(
     payload: Any, version: str | None, header: Callable[[str], str | None], server: MCPServer
 ) -> tuple[jsonrpc.Request, str, Any] | None:
@@ -141,17 +317,9 @@ def stateless_request(
     return message, stateless_revision(message, version, header, target), target
 
 
-_site: MCPServer | None = None
-
-
 def default_site() -> MCPServer:
-    """``django_mcp.site``, looked up once (the package attribute is lazy, and asked on every request)."""
-    global _site
-    if _site is None:
-        from . import site
-
-        _site = site
-    return _site
+    """``django_mcp.site`` (``django_mcp.server.site``: the package attribute is lazy, and asked on every request)."""
+    return site
 
 
 # -- 2026-07-28: the envelope and its mirrored headers ----------------------------------------
@@ -207,7 +375,7 @@ def stateless_revision(
         except ProtocolError as exc:
             raise fail(exc) from None
     if request.method == "subscriptions/listen":
-        # Other requests are validated once, by the engine, with the same error and status.
+        # Other requests are validated once, at the door (``handle``), with the same error and status.
         try:
             validate_request(request.method, requested, request.params)
         except ProtocolError as exc:
@@ -221,6 +389,18 @@ def unsupported(requested: Any) -> ProtocolError:
         "Unsupported protocol version",
         {"supported": list(STATELESS_REVISIONS), "requested": requested},
     )
+
+
+async def listen_filter(server: MCPServer, request: jsonrpc.Request, revision: str, caller: Caller) -> ListenFilter:
+    """What a ``subscriptions/listen`` stream will carry: the client's ask, cut to what the caller may follow.
+
+    Resources the caller could not ``resources/subscribe`` to are dropped, and tasks not its
+    own; task ids from a client without the tasks extension raise ``ProtocolError`` (-32021).
+    Each transport then runs the stream with ``ListenFilter.listen``.
+    """
+    listening = ListenFilter(request, caller.client_id)
+    await listening.restrict(server, Exchange(server, request, revision, None, caller.user, None, auth=caller.auth))
+    return listening
 
 
 # -- the handshake era --------------------------------------------------------------------------
@@ -244,8 +424,55 @@ async def initialize(
         await store.update(
             session, protocol_version=revision, client_info=client_info, client_capabilities=capabilities
         )
-    result = engine.finalize("initialize", revision, server.initialize_result(revision))
+    result = engine.finalize("initialize", revision, server.initialize_result(revision, capabilities))
     return session, jsonrpc.result_message(request.id, result)
+
+
+@dataclass
+class HandshakePost:
+    """What a handshake-era POST comes to; each HTTP front end only renders it.
+
+    With ``request`` set, one request for the front end to run and answer its own way (JSON,
+    a stream, a buffered stream). Otherwise ``body`` is the JSON to answer 200 with (the
+    ``initialize`` response, a batch's responses), or None for an empty 202 (notifications
+    and responses, absorbed). ``session`` is the one whose ``Mcp-Session-Id`` a 200 carries.
+    """
+
+    session: SessionState
+    body: Any = None
+    request: jsonrpc.Request | None = None
+
+
+async def handshake_post(
+    server: MCPServer,
+    payload: Any,
+    version: str | None,
+    session_id: str | None,
+    caller: Caller,
+    run: Callable[[jsonrpc.Request, SessionState], Awaitable[dict[str, Any] | None]],
+) -> HandshakePost:
+    """A handshake-era POST body, the same steps for every HTTP front end.
+
+    ``initialize`` starts a session; anything else needs the caller's session ``session_id``
+    (with ``version``, when sent, matching its revision). A batch runs its requests through
+    ``run`` (never streamed: they are answered together); a second ``initialize`` is refused.
+    Refusals raise ``Rejected``.
+    """
+    if isinstance(payload, dict) and payload.get("method") == "initialize" and "id" in payload:
+        request = classify(payload)
+        assert isinstance(request, jsonrpc.Request)
+        session, response = await initialize(server, request, caller)
+        return HandshakePost(session, response)
+    session = await find_session(session_id, caller, jsonrpc.id_of(payload), version)
+    if isinstance(payload, list):
+        return HandshakePost(session, await batch(payload, session, lambda r: run(r, session)) or None)
+    message = classify(payload)
+    if isinstance(message, jsonrpc.Request):
+        if message.method == "initialize":
+            raise reject(400, "Session already initialized", message.id)
+        return HandshakePost(session, request=message)
+    await absorb(message, session, session.revision)
+    return HandshakePost(session)
 
 
 async def find_session(
@@ -278,7 +505,7 @@ async def absorb(
     """
     if isinstance(message, jsonrpc.Response):
         if session is not None:
-            await engine.deliver_response(session.id, message)
+            await deliver_response(session.id, message)
         return
     if not isinstance(message, jsonrpc.Notification) or not validate_notification(
         message.method, revision, message.params
@@ -296,6 +523,34 @@ async def absorb(
             await cancel(rid)
         elif session is not None:
             await engine.cancel(session.id, rid)
+
+
+# -- cancellation: what the entry points may ask of a running request -----------------------------
+def cancel_task(task: asyncio.Task[Any]) -> None:
+    """Stop the request running in ``task`` (its connection closed): ``Context.cancelled`` turns true first."""
+    engine.cancel_task(task)
+
+
+def track(key: Any, session_id: str | None) -> None:
+    """Make a request cancellable from other workers once it outlives a few milliseconds (``untrack`` after)."""
+    engine.track(key, session_id)
+
+
+def untrack(key: Any, session_id: str | None) -> None:
+    engine.untrack(key, session_id)
+
+
+async def cancel_here(session_id: str, request_id: Any) -> bool:
+    """Cancel request ``request_id`` of ``session_id`` if it runs on this worker; whether it did."""
+    if engine.running_in(session_id, request_id) is None:
+        return False
+    await engine.cancel(session_id, request_id)  # also sets Context.cancelled
+    return True
+
+
+async def deliver_response(session_id: str, response: jsonrpc.Response) -> None:
+    """A client's answer to a server->client request: to the call waiting for it, on whichever worker."""
+    await engine.deliver_response(session_id, response)
 
 
 async def batch(
@@ -331,8 +586,15 @@ async def batch(
             responses.append(jsonrpc.error_message(message.id, err))
         else:
             requests.append(message)
+
+    async def one(request: jsonrpc.Request) -> dict[str, Any] | None:
+        try:
+            return await run(request)
+        except Rejected as exc:  # refused at the door: that item's error, the others still run
+            return exc.message()
+
     if requests:
-        results = await asyncio.gather(*(run(r) for r in requests))
+        results = await asyncio.gather(*(one(r) for r in requests))
         responses.extend(r for r in results if r is not None)
     return responses
 
@@ -341,20 +603,32 @@ __all__ = [
     "STATUS",
     "UNSET",
     "Caller",
+    "Exchange",
+    "HandshakePost",
     "Rejected",
     "absorb",
     "batch",
+    "cancel_here",
+    "cancel_task",
+    "challenge_rejection",
+    "check_scopes",
     "classify",
     "default_site",
+    "deliver_response",
     "find_session",
     "handle",
+    "handshake_post",
     "has_envelope",
     "has_request",
     "initialize",
+    "is_stateless_post",
+    "listen_filter",
     "parse",
     "reject",
     "stateless_request",
     "stateless_revision",
     "status_for",
+    "track",
     "unsupported",
+    "untrack",
 ]

@@ -1,9 +1,11 @@
-"""Transport-independent request processing: validation, dispatch, result shaping.
+"""Transport-independent request processing: the handler, result shaping, error mapping.
 
-A transport hands the engine one JSON-RPC message with the request's era state
-(revision, session or per-request ``_meta``, user) and an *outlet* for messages
-that belong to that request (progress, logs, server->client requests). The
-engine returns the response message, or None for a cancelled request.
+The door (``dispatch.handle``) builds an ``Exchange`` for one JSON-RPC request (its
+revision, session or per-request ``_meta``, caller, and an *outlet* for the messages
+that belong to it: progress, logs, server->client requests), checks it, and hands it
+to ``Engine.run``, which returns the response message, or None for a cancelled request.
+Nothing else calls ``Engine.run``: every transport, the test client and the task worker
+come through the door.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Hashable
 from typing import Any, Protocol
 
 import mcp_types
+from django.contrib.auth.models import AnonymousUser
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -26,7 +29,7 @@ from pydantic import ValidationError
 
 from .conf import mcp_settings
 from .context import LOG_LEVELS
-from .exceptions import MCPError, RequestCancelled
+from .exceptions import BeginTask, MCPError, RequestCancelled
 from .i18n import language
 from .later import Later
 from .mrtr import load_state, sign_state
@@ -39,7 +42,6 @@ from .routing import hub, session_group
 from .server import CACHEABLE, InputRequired, MCPServer
 from .sessions import SessionState, store
 from .sync import drop_shared_connections
-from .tasks.protocol import unvalidated as unvalidated_task_method
 from .unavailable import Unavailable, database_error
 
 logger = logging.getLogger("django_mcp")
@@ -55,16 +57,8 @@ _ANSWER_TYPES: dict[str, type[Any]] = {
 }
 
 
-_anonymous_user: type[Any] | None = None
-
-
 def _anonymous() -> Any:
-    global _anonymous_user
-    if _anonymous_user is None:
-        from django.contrib.auth.models import AnonymousUser
-
-        _anonymous_user = AnonymousUser
-    return _anonymous_user()
+    return AnonymousUser()
 
 
 UNSET: Any = object()
@@ -198,8 +192,6 @@ class Exchange:
     async def begin_task(self) -> None:
         """``Context.begin_task()``: from here on the call runs as a task, when it is to become one."""
         if self.task_pending:
-            from .exceptions import BeginTask
-
             raise BeginTask(dict(self.used))
 
     def answer_for(self, method: str, params: dict[str, Any], key: str | None) -> dict[str, Any]:
@@ -208,12 +200,12 @@ class Exchange:
             key = f"{method.split('/')[0]}-{self._asked}"
         self._asked += 1
         if key in self.answers:
-            answer = self._check_answer(method, key, self.answers[key])
+            answer = self.check_answer(method, key, self.answers[key])
             self.used[key] = answer
             return answer
         raise InputRequired(key, method, params, self.used)
 
-    def _check_answer(self, method: str, key: str, answer: Any) -> dict[str, Any]:
+    def check_answer(self, method: str, key: str, answer: Any) -> dict[str, Any]:
         """An ``inputResponses`` entry must be the result type of the request it answers (else -32602)."""
         model = _ANSWER_TYPES.get(method)
         if not isinstance(answer, dict):
@@ -228,6 +220,33 @@ class Exchange:
                     {"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors(include_url=False)[:20]]},
                 ) from None
         return answer
+
+    def load_answers(self) -> None:
+        """Answers of earlier rounds (signed ``requestState``) plus this round's ``inputResponses``.
+
+        Responses without a state are accepted (the client may answer before being
+        asked); keys nobody asks for are ignored, and only consumed answers are
+        carried into the next round's state.
+        """
+        state = self.params.get("requestState")
+        responses = self.params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise ProtocolError(jsonrpc.INVALID_PARAMS, "inputResponses must be an object")
+        answers: dict[str, Any] = {}
+        if state is not None:
+            if not isinstance(state, str):
+                raise ProtocolError(jsonrpc.INVALID_PARAMS, "requestState must be a string")
+            answers = load_state(state, self.method, self.params, self._user_key())
+        answers.update(responses or {})
+        self.answers = answers
+
+    def input_required(self, need: InputRequired) -> dict[str, Any]:
+        """The ``input_required`` result asking ``need``'s questions, the answers so far signed into its state."""
+        state = sign_state(self.method, self.params, self._user_key(), self.used)
+        return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state}
+
+    def _user_key(self) -> str:
+        return str(getattr(self.user, "pk", None) or "")
 
     async def close_stream(self) -> None:
         close = getattr(self.outlet, "close", None)
@@ -256,7 +275,7 @@ def negotiate_initialize(request: jsonrpc.Request) -> tuple[str, dict[str, Any]]
 class Engine:
     def __init__(self) -> None:
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self.inflight: dict[tuple[str, str | int], tuple[asyncio.Task[Any], Exchange]] = {}
+        self._inflight: dict[tuple[str, str | int], tuple[asyncio.Task[Any], Exchange]] = {}
         self._listening: dict[str, int] = {}
         self.running: dict[asyncio.Task[Any], Exchange] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -264,47 +283,33 @@ class Engine:
         self._tracked: set[Hashable] = set()
 
     # -- requests -------------------------------------------------------------------
-    async def handle_request(
-        self,
-        server: MCPServer,
-        request: jsonrpc.Request,
-        revision: str,
-        session: SessionState | None,
-        user: Any,
-        outlet: Outlet | None,
-        *,
-        locale: str | None = None,
-        auth: Any = None,
-        target: Any = UNSET,
-    ) -> dict[str, Any] | None:
-        ex = Exchange(server, request, revision, session, user, outlet, locale=locale, auth=auth, target=target)
-        key = (session.id, request.id) if session else None
+    async def run(self, ex: Exchange) -> dict[str, Any] | None:
+        """Run one request the door has let in; the response message, or None if the client cancelled.
+
+        Every exception becomes the JSON-RPC error it stands for (one mapping for every caller):
+        ``InputRequired`` an ``input_required`` result, a lost database a retryable error, anything
+        unexpected -32603 (logged). Only a cancellation the client did not ask for propagates.
+        """
+        request = ex.request
+        key = (ex.session_id, request.id) if ex.session is not None and ex.session_id else None
         task = asyncio.current_task()
         if task is not None:
             self.running[task] = ex
             if key is not None:
-                self.inflight[key] = (task, ex)
+                self._inflight[key] = (task, ex)
         try:
-            if not unvalidated_task_method(request.method, revision, ex.stateless):
-                validate_request(request.method, revision, request.params)
             if ex.stateless and request.method in _INPUT_METHODS:
-                self._load_answers(ex)
-            if locale:
-                with language(locale):
-                    result = await server.handle(request.method, ex.params, ex)
+                ex.load_answers()
+            if ex.locale:
+                with language(ex.locale):
+                    result = await ex.server.handle(request.method, ex.params, ex)
             else:  # the common case, without a context manager
-                result = await server.handle(request.method, ex.params, ex)
-            result = self.finalize(request.method, revision, result)
-            if ex.stateless:
-                self._stamp(server, result)
-            return jsonrpc.result_message(request.id, result)
+                result = await ex.server.handle(request.method, ex.params, ex)
+            return self.answer(ex, result)
         except InputRequired as need:
-            return jsonrpc.result_message(request.id, self._stamp(server, self._input_required(ex, need)))
+            return jsonrpc.result_message(request.id, self._stamp(ex.server, ex.input_required(need)))
         except ProtocolError as exc:
-            if ex.stateless and exc.code == jsonrpc.RESOURCE_NOT_FOUND:
-                # 2026-07-28 retired -32002: an unknown resource is invalid params (SEP-2164).
-                exc = ProtocolError(jsonrpc.INVALID_PARAMS, exc.message, exc.data)
-            return jsonrpc.error_message(request.id, exc)
+            return jsonrpc.error_message(request.id, self.protocol_error(ex, exc))
         except (asyncio.CancelledError, RequestCancelled):
             if ex._cancelled is not None and ex._cancelled.is_set():
                 return None
@@ -320,7 +325,31 @@ class Engine:
             if task is not None:
                 self.running.pop(task, None)
             if key is not None:
-                self.inflight.pop(key, None)
+                self._inflight.pop(key, None)
+
+    def answer(self, ex: Exchange, result: dict[str, Any]) -> dict[str, Any]:
+        """The response message carrying a handler's ``result``: finalized and shaped for the request's revision.
+
+        Public so that a middleware replacing a result (a timed-out call, an oversized result) answers
+        exactly as the engine does.
+        """
+        result = self.finalize(ex.method, ex.revision, result)
+        if ex.stateless:
+            self._stamp(ex.server, result)
+        return jsonrpc.result_message(ex.request.id, result)
+
+    @staticmethod
+    def protocol_error(ex: Exchange, exc: ProtocolError) -> ProtocolError:
+        """The error as this request's revision spells it."""
+        if ex.stateless and exc.code == jsonrpc.RESOURCE_NOT_FOUND:
+            # 2026-07-28 retired -32002: an unknown resource is invalid params (SEP-2164).
+            return ProtocolError(jsonrpc.INVALID_PARAMS, exc.message, exc.data)
+        return exc
+
+    def running_in(self, session_id: str, request_id: Any) -> Exchange | None:
+        """The exchange of request ``request_id`` of ``session_id`` running on this worker, if any."""
+        running = self._inflight.get((session_id, request_id))
+        return running[1] if running is not None else None
 
     def finalize(self, method: str, revision: str, result: dict[str, Any]) -> dict[str, Any]:
         if is_stateless(revision):
@@ -341,35 +370,9 @@ class Engine:
         meta.setdefault(SERVER_INFO_META_KEY, server.server_info())
         return result
 
-    def _user_key(self, ex: Exchange) -> str:
-        return str(getattr(ex.user, "pk", None) or "")
-
-    def _load_answers(self, ex: Exchange) -> None:
-        """Answers of earlier rounds (signed ``requestState``) plus this round's ``inputResponses``.
-
-        Responses without a state are accepted (the client may answer before being
-        asked); keys nobody asks for are ignored, and only consumed answers are
-        carried into the next round's state.
-        """
-        state = ex.params.get("requestState")
-        responses = ex.params.get("inputResponses")
-        if responses is not None and not isinstance(responses, dict):
-            raise ProtocolError(jsonrpc.INVALID_PARAMS, "inputResponses must be an object")
-        answers: dict[str, Any] = {}
-        if state is not None:
-            if not isinstance(state, str):
-                raise ProtocolError(jsonrpc.INVALID_PARAMS, "requestState must be a string")
-            answers = load_state(state, ex.method, ex.params, self._user_key(ex))
-        answers.update(responses or {})
-        ex.answers = answers
-
-    def _input_required(self, ex: Exchange, need: InputRequired) -> dict[str, Any]:
-        state = sign_state(ex.method, ex.params, self._user_key(ex), ex.used)
-        return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state}
-
     # -- cancellation ---------------------------------------------------------------
     async def cancel(self, session_id: str, request_id: Any) -> None:
-        running = self.inflight.get((session_id, request_id))
+        running = self._inflight.get((session_id, request_id))
         if running is not None:
             self.cancel_task(running[0])
         else:
@@ -422,7 +425,7 @@ class Engine:
             if future is not None and not future.done():
                 future.set_result({"result": payload.get("result"), "error": payload.get("error")})
         elif kind == "cancel":
-            running = self.inflight.get((str(payload.get("session", "")), payload.get("id", "")))
+            running = self._inflight.get((str(payload.get("session", "")), payload.get("id", "")))
             if running is not None:
                 self.cancel_task(running[0])
 

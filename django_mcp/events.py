@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 
 from .conf import mcp_settings
 from .unavailable import BackendUnavailable, Unavailable
@@ -93,12 +94,27 @@ def _bev_key(n: int) -> str:
     return f"{_PREFIX}b:{n}"
 
 
+def _origin() -> int:
+    """Where a new counter starts: the microseconds since the epoch.
+
+    A counter lost with its store (Redis restarted without persistence) or expired starts
+    again above every number it gave before, so a stream that has seen those numbers takes
+    the new ones as new instead of dropping them as already sent.
+    """
+    return time.time_ns() // 1000
+
+
+def _start(cache: Any, key: str, timeout: float | None) -> None:
+    """Create the counter at ``_origin()`` unless it exists (``SET NX`` on Redis)."""
+    cache.add(key, _origin(), timeout)
+
+
 def _next(cache: Any, key: str, timeout: float | None) -> int:
     """The next number of a counter shared by every worker (atomic ``INCR`` on Redis)."""
     try:
         return int(cache.incr(key))
     except ValueError:  # the counter does not exist yet
-        cache.add(key, 0, timeout)
+        _start(cache, key, timeout)
         return int(cache.incr(key))
 
 
@@ -161,14 +177,6 @@ class EventStore:
         entry = self._cache().get(_key(session, stream))
         return None if entry is None else entry.get("rid")
 
-    def mark_done_sync(self, session: str, stream: str) -> None:
-        cache = self._cache()
-        key = _key(session, stream)
-        entry = cache.get(key)
-        if entry is not None:
-            entry["done"] = True
-            cache.set(key, entry, mcp_settings.EVENT_STORE_TTL)
-
     def lease_sync(self, session: str, stream: str) -> None:
         """The writer is alive for another ``WRITER_LEASE_TTL`` seconds."""
         self._cache().set(_lease_key(session, stream), 1, mcp_settings.WRITER_LEASE_TTL)
@@ -182,14 +190,16 @@ class EventStore:
     # -- a session's GET stream ---------------------------------------------------------------
     def append_session_sync(self, session: str, data: bytes) -> int:
         """Store one event for the session's GET stream; its number, unique across workers."""
-        counter_ttl = max(mcp_settings.EVENT_STORE_TTL, mcp_settings.SESSION_IDLE_TIMEOUT) * 2
         cap = int(mcp_settings.EVENT_STORE_SESSION_MAX_EVENTS)
         return _append_numbered(
-            self._cache(), _sseq_key(session), lambda n: _sev_key(session, n), data, cap, counter_ttl
+            self._cache(), _sseq_key(session), lambda n: _sev_key(session, n), data, cap, self._session_counter_ttl()
         )
 
     def session_position_sync(self, session: str) -> int:
         return int(self._cache().get(_sseq_key(session)) or 0)
+
+    def _session_counter_ttl(self) -> float:
+        return float(max(mcp_settings.EVENT_STORE_TTL, mcp_settings.SESSION_IDLE_TIMEOUT) * 2)
 
     def session_after_sync(self, session: str, after: int, upto: int | None = None) -> list[tuple[int, float, bytes]]:
         """Stored events numbered after ``after`` (up to ``upto``, else the newest), oldest first."""
@@ -255,9 +265,6 @@ class EventStore:
     async def request_id(self, session: str, stream: str) -> Any:
         return await self._call(self.request_id_sync, session, stream)
 
-    async def mark_done(self, session: str, stream: str) -> None:
-        await self._try(self.mark_done_sync, session, stream)
-
     async def lease(self, session: str, stream: str) -> None:
         await self._try(self.lease_sync, session, stream)
 
@@ -274,9 +281,20 @@ class EventStore:
             logger.warning("django_mcp: %s", exc)
             return None
 
+    def positions_sync(self, session: str) -> tuple[int, int]:
+        """The newest session and broadcast numbers, starting either counter that does not exist yet.
+
+        Started here, a counter's first event follows a new stream's position directly: no gap
+        for the stream to fetch from the store.
+        """
+        cache = self._cache()
+        _start(cache, _sseq_key(session), self._session_counter_ttl())
+        _start(cache, _BSEQ, None)
+        return self.session_position_sync(session), self.broadcast_position_sync()
+
     async def positions(self, session: str) -> tuple[int, int]:
         """Where a new GET stream starts: the newest session and broadcast numbers."""
-        return await self._call(lambda: (self.session_position_sync(session), self.broadcast_position_sync()))
+        return await self._call(self.positions_sync, session)
 
     async def session_after(self, session: str, after: int, upto: int | None = None) -> list[tuple[int, float, bytes]]:
         return await self._call(self.session_after_sync, session, after, upto)
@@ -291,8 +309,6 @@ class EventStore:
 
 
 def _is_local_cache() -> bool:
-    from django.core.cache.backends.locmem import LocMemCache
-
     return isinstance(caches[mcp_settings.EVENT_STORE_CACHE], LocMemCache)
 
 

@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.core.exceptions import PermissionDenied, ValidationError
+
 from .protocol import jsonrpc
 
 logger = logging.getLogger("django_mcp")
@@ -28,6 +30,41 @@ class MCPError(jsonrpc.ProtocolError):
 
     def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
         super().__init__(code if code is not None else type(self).code, message or self.default_message, data)
+
+
+class Refused(MCPError):
+    """A refusal with an HTTP status (and headers) where the transport has one; the JSON-RPC error elsewhere.
+
+    Raise it (or a subclass) from a middleware: the door answers it as it answers its own refusals.
+    """
+
+    code = jsonrpc.INVALID_REQUEST
+    default_message = "Forbidden"
+    status = 403
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return []
+
+
+class RateLimited(Refused):
+    """A caller over one of its limits (``django_mcp.operations.limits``): 429 with ``Retry-After``.
+
+    ``limit`` names which (``"user"``, ``"tool"``, ``"tasks.active.user"``...); stdio, which has no
+    statuses, writes the JSON-RPC error alone, whose data carries the same delay.
+    """
+
+    code = -32029
+    default_message = "Rate limit exceeded"
+    status = 429
+    reason = "rate_limited"
+
+    def __init__(self, limit: str, retry_after: int, message: str | None = None) -> None:
+        self.limit, self.retry_after = limit, max(1, int(retry_after))
+        data = {"reason": self.reason, "retryable": True, "retryAfter": self.retry_after, "limit": limit}
+        super().__init__(message or f"Rate limit exceeded ({limit}): retry after {self.retry_after} s", data)
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [(b"retry-after", str(self.retry_after).encode())]
 
 
 class InvalidParams(MCPError):
@@ -111,8 +148,6 @@ def exception_handler(
     if isinstance(exc, ToolError):
         message = str(exc) or "Tool failed"
     else:
-        from django.core.exceptions import PermissionDenied, ValidationError
-
         if isinstance(exc, PermissionDenied):
             message = str(exc) or "Permission denied"
         elif isinstance(exc, ValidationError):

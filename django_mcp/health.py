@@ -6,6 +6,11 @@ No authentication and nothing sensitive: backend states and three per-worker cou
 (cached sessions, open streams, calls in flight) that help size and debug a worker.
 Each check is bounded by ``HEALTH_TIMEOUT``, so a hung backend reads as down, not as
 a hung probe.
+
+A site with task tools also reports its task workers (``tasks``: queued and running MCP tasks,
+how long the oldest queued one has waited, the newest worker heartbeat). Work that no worker
+picks up makes the status ``degraded``, still 200: this web worker serves fine, and a balancer
+must not take it out of rotation for a missing task worker; a monitor alerts on it.
 """
 
 from __future__ import annotations
@@ -15,8 +20,17 @@ import json
 import logging
 from typing import Any
 
+from channels.layers import get_channel_layer
+from django.db import connection
+
 from .conf import mcp_settings
 from .drain import RETRY_AFTER, drain
+from .server import servers
+from .sessions import store
+from .sync import run_bookkeeping
+from .tasks import framework
+from .tasks import store as task_store
+from .transports.base import open_streams
 
 logger = logging.getLogger("django_mcp")
 
@@ -26,8 +40,6 @@ _PROBE_GROUP = "mcp.health"
 
 def _database_ok() -> None:
     """One ``SELECT 1`` (the bookkeeping pool runs it between two ``close_old_connections()``)."""
-    from django.db import connection
-
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
 
@@ -39,7 +51,6 @@ _probe: asyncio.Future[None] | None = None
 async def check_database() -> str:
     """``SELECT 1`` on the bookkeeping pool, one probe at a time (later probes wait on the same one)."""
     global _probe
-    from .sync import run_bookkeeping
 
     if _probe is None or _probe.done() or _probe.get_loop() is not asyncio.get_running_loop():
         _probe = asyncio.ensure_future(run_bookkeeping(_database_ok))
@@ -53,8 +64,6 @@ async def check_database() -> str:
 
 
 async def check_channel_layer() -> str:
-    from channels.layers import get_channel_layer
-
     layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
     if layer is None:
         return "none"
@@ -68,11 +77,23 @@ async def check_channel_layer() -> str:
     return "ok"
 
 
+def _task_workers() -> dict[str, Any]:
+    report = task_store.queue_report()
+    report["busy_workers"] = framework.busy_workers(mcp_settings.TASK_BACKEND)
+    return report
+
+
+async def check_task_workers() -> dict[str, Any]:
+    """``tasks.store.queue_report`` on the bookkeeping pool within ``HEALTH_TIMEOUT``; ``unknown`` if it cannot."""
+    try:
+        return dict(await asyncio.wait_for(run_bookkeeping(_task_workers), float(mcp_settings.HEALTH_TIMEOUT)))
+    except Exception as exc:  # noqa: BLE001 - the database check reports an outage; this only cannot tell
+        logger.warning("django_mcp health: task worker check failed: %r", exc)
+        return {"status": "unknown"}
+
+
 async def report() -> tuple[int, dict[str, Any]]:
     """The status code and body of one probe."""
-    from .sessions import store
-    from .transports.base import open_streams
-
     database, layer = await asyncio.gather(check_database(), check_channel_layer())
     store.prune()
     body: dict[str, Any] = {
@@ -84,11 +105,15 @@ async def report() -> tuple[int, dict[str, Any]]:
             "requests_in_flight": drain.in_flight(),
         },
     }
+    if servers and database == "ok":  # a site with task tools: are its tasks being run?
+        body["tasks"] = await check_task_workers()
     if drain.draining:
         body["status"] = "draining"
     elif "down" in (database, layer):
         body["status"] = "unavailable"
-    return (200 if body["status"] == "ok" else 503), body
+    elif body.get("tasks", {}).get("status") == "degraded":
+        body["status"] = "degraded"  # still 200: this worker serves; its tasks wait for a task worker
+    return (200 if body["status"] in ("ok", "degraded") else 503), body
 
 
 class HealthEndpoint:

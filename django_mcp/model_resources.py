@@ -6,6 +6,9 @@ by default) whose reads serialize one object, the objects themselves to
 notifications from model signals (see ``model_signals``). Every ORM call runs in
 one hop to the sync pool (``django_mcp.sync``) per request, so the event loop never blocks.
 
+Importing this module lets ``MCPServer.register`` take a ``ModelResource`` and puts the
+model objects into ``resources/list`` (``server.hooks``): the server imports no mapping.
+
 Who sees what: the template is visible to callers for whom ``has_permission(ctx)``
 holds (by default Django's ``view_<model>`` permission); each object must pass
 ``get_queryset(ctx)`` and ``has_permission(ctx, obj)``. An object that fails
@@ -21,6 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import mcp_types
 from django.contrib.auth import get_permission_codename
 from django.core import signing
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, ValidationError
@@ -29,16 +33,20 @@ from django.db import models
 from django.db.models import ForeignObjectRel, Q, QuerySet
 from django.utils.text import capfirst
 
-from .access import Check
+from . import model_signals
+from .access import Check, visible
 from .conf import mcp_settings
 from .context import Context
-from .exceptions import InvalidParams, ResourceNotFound
+from .exceptions import InvalidParams, ResourceNotFound, ToolError
 from .protocol.uri_template import URITemplate
 from .resources import ResourceTemplate
+from .server import MCPServer, hooks
+from .signature import EMPTY, Parameter, Signature, arguments_model, model_name
 from .sync import run_sync
+from .tools import Tool
 
 if TYPE_CHECKING:
-    from .server import MCPServer
+    from .engine import Exchange
 
 MAX_COMPLETIONS = 100
 _CURSOR_SALT = "django_mcp.resources.cursor"
@@ -74,6 +82,11 @@ class ModelResource:
     scopes: Sequence[str] = ()
     permissions: Sequence[str] = ()
     check: Check | None = None
+    #: An MCP App for one object (a template name or a ``django_mcp.ui.UI``): the server gets a read-only tool
+    #: ``show_<name>`` (``ui_tool``) taking the URI template's variables, whose result (the object as a read
+    #: serializes it) hosts show with that template. The tool sees exactly what a read of the object would.
+    ui: Any = None
+    ui_tool: str | None = None
 
     def __init__(self, server: MCPServer | None = None) -> None:
         if not isinstance(getattr(self, "model", None), type) or not issubclass(self.model, models.Model):
@@ -157,6 +170,31 @@ class ModelResource:
 
     def object_name(self, obj: models.Model) -> str:
         return str(obj)
+
+    def show(self, ctx: Context, variables: dict[str, str]) -> mcp_types.CallToolResult:
+        """The ``ui`` tool's result: the object as a read serializes it, or a tool error a model can read."""
+        try:
+            uri = self.template.expand(**variables)
+            obj = self.get_object(ctx, uri, dict(variables))
+        except (ResourceNotFound, ValueError, KeyError):
+            raise ToolError(f"No {self.opts.verbose_name} with {variables}") from None
+        data = json.loads(json.dumps(self.serialize(obj, ctx), cls=self._encoder(), ensure_ascii=False))
+        structured = data if isinstance(data, dict) else {"result": data}
+        return mcp_types.CallToolResult(
+            content=[
+                mcp_types.TextContent(type="text", text=json.dumps(data, ensure_ascii=False)),
+                mcp_types.ResourceLink(type="resource_link", uri=uri, name=self.object_name(obj)),
+            ],
+            structured_content=structured,
+        )
+
+    def _encoder(self) -> type[json.JSONEncoder]:
+        if self.serializer_class is not None:
+            from rest_framework.utils.encoders import JSONEncoder as DRFEncoder  # reason: optional dependency (DRF)
+
+            drf: type[json.JSONEncoder] = DRFEncoder
+            return drf
+        return DjangoJSONEncoder
 
     # -- URIs --------------------------------------------------------------------------
     def uri_for(self, obj: models.Model) -> str:
@@ -257,12 +295,7 @@ class ModelResource:
             got = self.file_contents(obj, file_field, strict=True)
             assert got is not None
             return [got]
-        encoder: type[json.JSONEncoder] = DjangoJSONEncoder
-        if self.serializer_class is not None:
-            from rest_framework.utils.encoders import JSONEncoder as DRFEncoder
-
-            encoder = DRFEncoder
-        text = json.dumps(self.serialize(obj, ctx), cls=encoder, ensure_ascii=False)
+        text = json.dumps(self.serialize(obj, ctx), cls=self._encoder(), ensure_ascii=False)
         contents: list[dict[str, Any]] = [{"uri": uri, "mimeType": self.mime_type, "text": text}]
         if self.serializer_class is None:
             for name in self.file_fields:
@@ -277,6 +310,13 @@ class ModelResource:
         Returns the resource entries, the key to continue after, and whether the
         objects are exhausted. Objects refused by ``has_permission`` are skipped.
         """
+        if after is not None:
+            # A cursor made for another source (the caller's visible resources changed between pages)
+            # may hold a key of another type: a wrong cursor, not a crash in the query.
+            try:
+                after = self.model._meta.pk.to_python(after)
+            except (ValueError, TypeError, ValidationError):
+                raise InvalidParams("Invalid cursor") from None
         items: list[dict[str, Any]] = []
         qs = self.queryset(ctx).order_by("pk")
         model_level = self.has_permission(ctx)
@@ -387,6 +427,10 @@ class ModelResourceTemplate(ResourceTemplate):
             return False
         return bool(await run_sync(self.resource.has_permission, ctx))
 
+    def declares_access(self) -> bool:
+        """Always: reading a model object needs its ``view_`` permission (``ModelResource.has_permission``)."""
+        return True
+
     async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[dict[str, Any]]:
         return await run_sync(self.resource.read_sync, ctx, uri, dict(variables))
 
@@ -411,13 +455,16 @@ def encode_cursor(source: int, after: Any) -> str:
 
 
 def decode_cursor(cursor: Any) -> tuple[int, Any]:
+    """The source and key of a cursor ``encode_cursor`` made; anything else (any JSON value) is -32602."""
     if cursor is None:
         return 0, None
+    if not isinstance(cursor, str):
+        raise InvalidParams("Invalid cursor")
     try:
-        source, after = signing.loads(str(cursor), salt=_CURSOR_SALT)
+        source, after = signing.loads(cursor, salt=_CURSOR_SALT)
     except (signing.BadSignature, ValueError, TypeError):
         raise InvalidParams("Invalid cursor") from None
-    if not isinstance(source, int) or source < 0:
+    if type(source) is not int or source < 0:
         raise InvalidParams("Invalid cursor")
     return source, after
 
@@ -445,4 +492,84 @@ def list_page(
     return result
 
 
-__all__ = ["ModelResource", "ModelResourceTemplate", "list_page"]
+async def list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    """``resources/list``: static resources, then the objects of every visible ``ModelResource``, one cursor."""
+    items = [r.definition() for r in server.resources.values() if await visible(r, ex)]
+    templates = [t for t in server.templates.values() if isinstance(t, ModelResourceTemplate)]
+    sources = [t.resource for t in templates if await visible(t, ex)]
+    if not sources:  # nothing to query: no thread hop
+        return list_page(items, [], Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
+    return await run_sync(list_page, items, sources, Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
+
+
+def register(server: MCPServer, obj: ModelResource | type[ModelResource]) -> Any:
+    """``server.register`` of a ``ModelResource``: a class is instantiated once and returned (a decorator)."""
+    if isinstance(obj, type):
+        register(server, obj(server))
+        return obj
+    obj.server = obj.server or server
+    if server.model_resource_for(obj.model) is not None:
+        raise ImproperlyConfigured(f"Model {obj.model._meta.label} is already registered on MCP server {server.name!r}")
+    server.add_resource(obj.as_template())
+    if obj.ui is not None:
+        server.add_tool(ShowTool.for_resource(obj))
+    model_signals.watch(obj)
+    return obj
+
+
+#: The annotations of a tool that only reads this site's own data (host directories ask for all four).
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+class ShowTool(Tool):
+    """``ModelResource.ui``: one object as a tool result, for its MCP App (the read's checks, the read's data)."""
+
+    resource: ModelResource
+
+    @classmethod
+    def for_resource(cls, resource: ModelResource) -> ShowTool:
+        opts = resource.opts
+        name = resource.ui_tool or f"show_{resource.name}"
+        params = [
+            Parameter(var, str | int, EMPTY, f"The {var} of the {opts.verbose_name} (as in {resource.uri_template}).")
+            for var in resource.template.variables
+        ]
+
+        def show(ctx: Context, **lookup: Any) -> mcp_types.CallToolResult:
+            return resource.show(ctx, {k: str(v) for k, v in lookup.items()})
+
+        tool = cls(
+            show,
+            name=name,
+            title=f"Show {opts.verbose_name}",
+            description=f"One {opts.verbose_name} ({resource.uri_template}), shown by its app in hosts that render "
+            "MCP Apps.",
+            annotations={
+                "readOnlyHint": True,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+            scopes=list(resource.scopes),
+            permissions=list(resource.permissions),
+            check=resource.check,
+            ui=resource.ui,
+            signature=Signature(arguments_model(model_name(name), params), ctx_param="ctx"),
+        )
+        tool.resource = resource
+        return tool
+
+    async def permits(self, ctx: Context) -> bool:
+        """The template's rules: ``permissions``, ``check`` and the model's ``view_`` permission."""
+        if not await super().permits(ctx):
+            return False
+        return bool(await run_sync(self.resource.has_permission, ctx))
+
+    def declares_access(self) -> bool:
+        return True  # the model's view_ permission, as for the template
+
+
+hooks.kinds[ModelResource] = register
+hooks.methods["resources/list"] = list_resources
+
+__all__ = ["ModelResource", "ModelResourceTemplate", "ShowTool", "list_page", "list_resources"]

@@ -15,10 +15,12 @@ from typing import Any
 import mcp_types as types
 
 from .access import Check, Guard
+from .auditing import REDACTED, AuditPolicy, check_policy
 from .content import CONTENT_TYPES, Role, dump
 from .context import Context
-from .resources import Completer, _runner
+from .resources import Completer
 from .signature import context_parameter
+from .sync import in_user_pool
 
 
 @dataclass
@@ -57,11 +59,14 @@ class Prompt(Guard):
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
     complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
+    #: What the audit log keeps of a ``prompts/get`` (``django_mcp.auditing``).
+    audit: AuditPolicy = REDACTED
     arguments: list[dict[str, Any]] = field(init=False)
     #: The parameter that receives the ``Context`` (``signature.context_parameter``).
     ctx_param: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        self.audit = check_policy(self.audit, "Prompt", self.name)
         if self.description is None:
             self.description = inspect.getdoc(self.fn)
         self.ctx_param = context_parameter(self.fn)
@@ -100,7 +105,7 @@ class Prompt(Guard):
         kwargs = {k: v for k, v in arguments.items() if k in known}
         if self.ctx_param:
             kwargs[self.ctx_param] = ctx
-        value = await _runner(self.fn)(**kwargs)
+        value = await in_user_pool(self.fn)(**kwargs)
         items = value if isinstance(value, (list, tuple)) else [value]
         messages = []
         for item in items:

@@ -8,6 +8,10 @@ two never register the plugin twice. ``-p no:django_mcp.pytest_plugin`` turns it
 
 Nothing Django is imported until a fixture runs: projects without Django settings are
 not affected. The fixtures need pytest-django.
+
+The audit log's records are not written by a background thread under pytest (it would write
+outside each test's transaction): call ``django_mcp.operations.audit.flush()`` to write them,
+inside the test's transaction. Each test starts with an empty buffer.
 """
 
 from __future__ import annotations
@@ -16,9 +20,23 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from asgiref.sync import async_to_sync
 
 if TYPE_CHECKING:
     from .test import AsyncMCPTestClient, MCPTestClient
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from .operations import writer  # reason: Django-free, and must be set before any call is recorded
+
+    writer.manual()
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures run (and record calls of their own)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    from .operations import writer  # reason: as above
+
+    writer.discard_all()  # what an earlier test's calls left unflushed is not this test's
 
 
 @pytest.fixture
@@ -28,7 +46,7 @@ def mcp_client(db: None) -> Iterator[MCPTestClient]:
     Requests pytest-django's ``db`` (a ``django_db`` marker's options still apply): the
     client runs on the test's thread and inside its transaction.
     """
-    from .test import MCPTestClient
+    from .test import MCPTestClient  # reason: pytest loads this plugin before Django is set up
 
     client = MCPTestClient()
     yield client
@@ -43,9 +61,7 @@ def async_mcp_client(transactional_db: None) -> Iterator[AsyncMCPTestClient]:
     database connection, which would not see the rows of a test wrapped in a transaction:
     hence a transactional database (rows are committed, tables flushed after the test).
     """
-    from asgiref.sync import async_to_sync
-
-    from .test import AsyncMCPTestClient
+    from .test import AsyncMCPTestClient  # reason: pytest loads this plugin before Django is set up
 
     client = AsyncMCPTestClient()
     yield client

@@ -9,24 +9,20 @@ The Django-model mapping builds on these.
 from __future__ import annotations
 
 import base64
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 
 from .access import Check, Guard
+from .auditing import REDACTED, AuditPolicy, check_policy
 from .context import Context
 from .protocol.uri_template import URITemplate
 from .signature import context_parameter
-from .sync import user_pool
+from .sync import in_user_pool
 
 Completer = Callable[..., Any]
-
-
-def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    return fn if inspect.iscoroutinefunction(fn) else user_pool.wrap(fn)
 
 
 def contents_for(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
@@ -62,10 +58,13 @@ class Resource(Guard):
     scopes: list[str] = field(default_factory=list)
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
+    #: What the audit log keeps of a ``resources/read`` (``django_mcp.auditing``; a read has no arguments).
+    audit: AuditPolicy = REDACTED
     #: The parameter that receives the ``Context`` (``signature.context_parameter``).
     ctx_param: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
+        self.audit = check_policy(self.audit, "Resource", self.uri)
         self.ctx_param = context_parameter(self.fn)
 
     def definition(self) -> dict[str, Any]:
@@ -87,14 +86,23 @@ class Resource(Guard):
         kwargs: dict[str, Any] = dict(variables)
         if self.ctx_param:
             kwargs[self.ctx_param] = ctx
-        value = await _runner(self.fn)(**kwargs)
+        value = await in_user_pool(self.fn)(**kwargs)
         return contents_for(uri, value, self.mime_type)
+
+    async def ensure_exists(self, uri: str, variables: dict[str, str], ctx: Context) -> None:
+        """Before subscribing: raise ``ResourceNotFound`` if the caller may not read ``uri``.
+
+        A static resource or a plain template exists once matched; a mapping whose
+        objects the caller may not see (``ModelResource``) overrides this.
+        """
 
 
 @dataclass
 class ResourceTemplate(Resource):
     complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
     template: URITemplate = field(init=False)
+    #: The declaration a mapping made this template from (its ``ModelResource``), or None.
+    resource: Any = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -105,3 +113,9 @@ class ResourceTemplate(Resource):
         d["uriTemplate"] = d.pop("uri")
         d.pop("size", None)
         return d
+
+    async def completion_values(
+        self, ctx: Context, var: str, value: str, others: dict[str, str]
+    ) -> tuple[list[str], int | None] | None:
+        """Values and total (None: unknown) for ``var`` without a ``complete=`` entry; None: no own completions."""
+        return None

@@ -15,26 +15,42 @@ A group counts as joined only once ``group_add`` returned; after a layer outage 
 receive loop re-adds every group before it receives again (a restarted Redis has
 none) and tells local listeners to ``resync`` from the event store, and a refresher
 re-adds them well before the layer's ``group_expiry`` would drop this worker.
+
+An outage does not always reach the receive loop as an error: Redis replaced behind
+connections that stay open (flushed, failed over, restarted under a client that
+reconnects by itself) drops every group while ``receive`` goes on quietly, and a receive
+on a connection to a host that vanished may never return. So the hub also probes
+itself: every half ``PROBE_INTERVAL`` it sends a message to a group only it is in, once
+the last one is back; a probe not back within ``PROBE_INTERVAL`` means the layer lost this
+worker (found within about 1.5 s of the loss), and the hub restarts its receive, re-adds
+every group and has its listeners ``resync``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from .conf import mcp_settings
+from .events import events
+from .protocol import jsonrpc
 from .unavailable import BackendUnavailable, Unavailable
 
 logger = logging.getLogger("django_mcp")
 
 Listener = Callable[[dict[str, Any]], None]
 BROADCAST = "mcp.all"
+#: How long a probe of this worker's own group membership may take (one goes out every half of it).
+PROBE_INTERVAL = 1.0
+_PROBE = "probe"
 
 #: False while serving a request whose event loop ends with it (WSGI mode, ``django_mcp.views``):
 #: nothing may outlive the request there, so no hub is started (its receive loop would die with the
@@ -61,6 +77,11 @@ class Hub:
         self._broken = False  # the layer failed: re-add every group before receiving again
         self._stale: set[str] = set()  # groups left locally whose group_discard failed: retried
         self._sweeper: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._probe_group = ""  # a group only this worker is in (empty: no probing)
+        self._probe_sent = 0  # the number of the last probe sent
+        self._probe_pending: float | None = None  # when the probe not back yet was sent
+        self._cancelled: set[asyncio.Task[None]] = set()  # replaced receive loops, cancelled until they end
 
     async def start(self) -> None:
         """Listen on the broadcast group from now on: a worker that caches sessions must hear them change."""
@@ -74,7 +95,8 @@ class Hub:
         """
         if self._loop is not asyncio.get_running_loop():
             return
-        tasks = {t for t in (self._task, self._refresher, self._sweeper) if t is not None and not t.done()}
+        running = (self._task, self._refresher, self._sweeper, self._watcher, *self._cancelled)
+        tasks = {t for t in running if t is not None and not t.done()}
         for _attempt in range(50):  # a Redis layer's receive may swallow a cancellation: cancel again
             if not tasks:
                 break
@@ -82,7 +104,8 @@ class Hub:
                 task.cancel()
             _done, tasks = await asyncio.wait(tasks, timeout=0.1)
         self._started = False
-        self._task = self._refresher = self._sweeper = None
+        self._task = self._refresher = self._sweeper = self._watcher = None
+        self._cancelled = set()
 
     async def _ensure(self) -> None:
         loop = asyncio.get_running_loop()
@@ -102,11 +125,17 @@ class Hub:
                     self._channel = await self._layer.new_channel("mcp-hub.")
                 except Exception as exc:  # a layer that talks to Redis here (pub/sub): down means 503
                     raise BackendUnavailable(f"Channel layer unavailable ({type(exc).__name__})") from exc
+                probing = not isinstance(self._layer, InMemoryChannelLayer)  # a process's own memory loses nothing
+                self._probe_group = f"mcp.p.{secrets.token_hex(8)}" if probing else ""
+                self._probe_pending = None
                 try:
-                    await self._group_add(BROADCAST)
-                except Exception as exc:  # noqa: BLE001 - the receive loop re-adds it once the layer is back
+                    for group in sorted(self._wanted()):
+                        await self._group_add(group)
+                except Exception as exc:  # noqa: BLE001 - the receive loop re-adds them once the layer is back
                     logger.warning("django_mcp hub: channel layer unavailable at start (%s)", exc)
                     self._broken = True
+                if probing:
+                    self._watcher = loop.create_task(self._watch())
                 self._task = loop.create_task(self._receive_loop())
                 self._refresher = loop.create_task(self._refresh_loop())
             self._started = True
@@ -118,7 +147,10 @@ class Hub:
             self._joined.add(group)
 
     def _wanted(self) -> set[str]:
-        return {BROADCAST, *(g for g, ls in self._listeners.items() if ls)}
+        groups = {BROADCAST, *(g for g, ls in self._listeners.items() if ls)}
+        if self._probe_group:
+            groups.add(self._probe_group)
+        return groups
 
     async def _rejoin(self) -> None:
         """Add this worker's channel to every group it listens on (again): after a layer outage
@@ -183,7 +215,66 @@ class Hub:
                 self._broken = True
                 await asyncio.sleep(0.2)
                 continue
-            self._deliver(message.get("group", ""), message.get("payload", {}))
+            group = message.get("group", "")
+            if group == self._probe_group:
+                self._probe_back(message.get("payload", {}))
+                continue
+            self._deliver(group, message.get("payload", {}))
+
+    # -- the probe -----------------------------------------------------------------------------
+    def _probe_back(self, payload: dict[str, Any]) -> None:
+        if payload.get("n") == self._probe_sent:
+            self._probe_pending = None
+
+    async def _watch(self) -> None:
+        """Probe this worker's membership; restart the receive and re-add the groups when it is gone."""
+        broken_since: float | None = None
+        while True:
+            await asyncio.sleep(PROBE_INTERVAL / 2)
+            for task in list(self._cancelled):  # a Redis layer's receive may swallow a cancellation
+                if task.done():
+                    self._cancelled.discard(task)
+                else:
+                    task.cancel()
+            now = time.monotonic()
+            if self._broken:  # the receive loop is recovering, unless its receive hangs on a dead connection
+                self._probe_pending = None
+                broken_since = broken_since or now
+                if now - broken_since > 2 * PROBE_INTERVAL:
+                    self._lost()
+                    broken_since = now
+                continue
+            broken_since = None
+            if self._probe_pending is not None:
+                if now - self._probe_pending < PROBE_INTERVAL:
+                    continue
+                logger.warning("django_mcp hub: the channel layer lost this worker's groups; recovering")
+                self._lost()
+                continue
+            self._probe_sent += 1
+            self._probe_pending = now
+            message = {
+                "type": "mcp.message",
+                "group": self._probe_group,
+                "payload": {"kind": _PROBE, "n": self._probe_sent},
+            }
+            try:
+                await self._layer.group_send(self._probe_group, message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the layer is down: its receive may hang on a dead connection
+                logger.warning("django_mcp hub: channel layer probe failed (%s); recovering", exc)
+                self._lost()
+
+    def _lost(self) -> None:
+        """Recover in a new receive loop: the current one may wait on a connection that never answers."""
+        self._broken = True
+        self._probe_pending = None
+        old = self._task
+        if old is not None and not old.done():
+            old.cancel()
+            self._cancelled.add(old)
+        self._task = asyncio.get_running_loop().create_task(self._receive_loop())
 
     def deliver_local(self, group: str, payload: dict[str, Any]) -> None:
         """Hand ``payload`` to this process's listeners of ``group`` only (no channel layer)."""
@@ -196,11 +287,19 @@ class Hub:
             except Exception:
                 logger.exception("django_mcp hub: listener failed")
         if group == BROADCAST:
-            for hook in list(self._broadcast_hooks):
-                try:
-                    hook(payload)
-                except Exception:
-                    logger.exception("django_mcp hub: broadcast hook failed")
+            self.run_hooks(payload)
+
+    def run_hooks(self, payload: dict[str, Any]) -> None:
+        """Hand a broadcast to this process's hooks only, from any thread (they update plain caches).
+
+        What sync code (the admin, a shell) calls for a change it makes itself: its own process
+        learns it whether or not its hub listens, then ``broadcast`` tells the others.
+        """
+        for hook in list(self._broadcast_hooks):
+            try:
+                hook(payload)
+            except Exception:
+                logger.exception("django_mcp hub: broadcast hook failed")
 
     _broadcast_hooks: list[Listener] = []
 
@@ -291,8 +390,6 @@ class Hub:
 
     async def broadcast(self, payload: dict[str, Any]) -> None:
         """Publish to every worker; replayable kinds are stored first, so a resumed GET stream gets them."""
-        from .events import events
-
         await self.publish(BROADCAST, await events.stamp_broadcast(payload))
 
     async def broadcast_or_log(self, payload: dict[str, Any]) -> None:
@@ -308,9 +405,6 @@ class Hub:
 
     async def notify_session(self, session_id: str, message: dict[str, Any]) -> None:
         """A server notification for a session's GET stream: stored (numbered per session), then sent."""
-        from .events import events
-        from .protocol import jsonrpc
-
         seq = await events.append_session(session_id, jsonrpc.dumps(message))
         await self.publish(session_group(session_id), {"kind": "notify", "message": message, "sseq": seq})
 

@@ -4,38 +4,43 @@ Like ``AdminSite``: a default instance ``site`` collects what apps declare in
 their ``mcp.py`` (autodiscovered), and more servers can be mounted at other
 paths. The server knows nothing of transports: it answers one request at a time
 for an ``Exchange`` that carries the revision, the caller and the outlet.
+
+The server is core (DESIGN.md §3): it imports no mapping. ``ModelResource``, view and
+DRF tools and MCP tasks plug in through ``hooks`` when their module is imported, and
+``DjangoMCPConfig.ready()`` imports them, so ``site.register(ModelResource)``,
+``site.register_view`` and ``task="optional"`` work as documented.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import ValidationError
 
-from . import __version__
 from .access import Check, visible
+from .auditing import REDACTED, AuditPolicy
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
 from .exceptions import BeginTask, InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
-from .model_resources import ModelResourceTemplate, list_page
 from .prompts import Prompt
-from .protocol import cursor
+from .protocol import cursor, extensions
 from .protocol.jsonrpc import ProtocolError
+from .protocol.uri_template import URITemplate
 from .protocol.versions import ALL_REVISIONS, at_least
-from .resources import Completer, Resource, ResourceTemplate, _runner
-from .sync import drop_shared_connections, run_sync
-from .tasks import EXTENSION as TASKS_EXTENSION
-from .tasks import TaskSupport
-from .tasks import protocol as task_protocol
-from .tools import Tool
+from .resources import Completer, Resource, ResourceTemplate
+from .routing import hub, long_lived
+from .sync import drop_shared_connections, in_user_pool
+from .tools import TaskSupport, Tool
 from .unavailable import database_error
+from .version import __version__
 
 if TYPE_CHECKING:
     from .engine import Exchange
-    from .model_resources import ModelResource
+    from .model_resources import ModelResource  # annotations only: ModelResource plugs in through hooks.kinds
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str, Any]]]
@@ -47,6 +52,45 @@ CACHEABLE = frozenset(
 
 #: Servers with task tools, by name: a task worker finds the server of the task it runs here.
 servers: dict[str, MCPServer] = {}
+
+ToolMaker = Callable[..., list[Tool]]
+
+
+@dataclass
+class TaskHooks:
+    """The task branch of ``tools/call``, installed by ``django_mcp.tasks.methods``."""
+
+    #: The extension ``server/discover`` announces for a server with task tools.
+    extension: str
+    #: ``(tool, params, exchange) -> bool``: whether this call becomes a task (raises when it cannot).
+    wants_task: Callable[[Tool, dict[str, Any], Exchange], bool]
+    #: ``(server, tool, kwargs, params, exchange, answers)``: store and enqueue it, the ``CreateTaskResult``.
+    create: Callable[..., Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class Hooks:
+    """Where the mappings (layer 3) plug into the server, which imports none of them.
+
+    Each mapping fills its part when its module is imported; ``DjangoMCPConfig.ready()``
+    imports them all before autodiscovery, so every server sees them.
+    """
+
+    #: JSON-RPC methods every server answers beyond (or in place of) the core's: ``tasks/*``,
+    #: ``resources/list`` with model objects. ``MCPServer.method`` still overrides them per server.
+    methods: dict[str, Handler] = field(default_factory=dict)
+    #: What ``MCPServer.register`` accepts beyond tools, resources and prompts, by base class:
+    #: ``add(server, obj)`` gets the class or an instance (``ModelResource``).
+    kinds: dict[type, Callable[[MCPServer, Any], Any]] = field(default_factory=dict)
+    #: ``register_view`` (``"view"``) and ``register_drf`` (``"drf"``): a view to its tools.
+    tool_makers: dict[str, ToolMaker] = field(default_factory=dict)
+    tasks: TaskHooks | None = None
+    #: ``hook(server, tool)`` for each tool added to a server: ``django_mcp.ui`` makes a tool's ``ui=`` an MCP App
+    #: (its ``ui://`` resource and the app's render helper), which the core does not know how to render.
+    tool_added: list[Callable[[MCPServer, Tool], None]] = field(default_factory=list)
+
+
+hooks = Hooks()
 
 
 def _name(fn: Callable[..., Any]) -> str:
@@ -64,7 +108,8 @@ class MCPServer:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
-        self._handlers: dict[str, Handler] = dict(DEFAULT_HANDLERS)
+        #: This server's own handlers (``method``), before ``hooks.methods`` and the defaults.
+        self._handlers: dict[str, Handler] = {}
 
     @property
     def _registry(self) -> tuple[dict[str, Any], ...]:
@@ -95,8 +140,6 @@ class MCPServer:
 
     def capabilities(self) -> dict[str, Any]:
         """What this server offers; in WSGI mode (no held streams) no list or resource notifications."""
-        from .routing import long_lived
-
         if not long_lived.get():
             return {"tools": {}, "resources": {}, "prompts": {}, "logging": {}, "completions": {}}
         return {
@@ -114,6 +157,12 @@ class MCPServer:
 
     def add_tool(self, tool: Tool) -> Tool:
         self._check_new(self.tools, tool.name, "Tool")
+        if tool.ui is not None and not hooks.tool_added:
+            raise ImproperlyConfigured(
+                f"Tool {tool.name!r} names a UI: MCP Apps need django_mcp in INSTALLED_APPS (django_mcp.ui)"
+            )
+        for hook in hooks.tool_added:
+            hook(self, tool)
         self.tools[tool.name] = tool
         if tool.task_support in ("optional", "required"):
             servers.setdefault(self.name, self)
@@ -122,6 +171,24 @@ class MCPServer:
     @property
     def has_task_tools(self) -> bool:
         return any(t.task_support in ("optional", "required") for t in self.tools.values())
+
+    @property
+    def has_ui_tools(self) -> bool:
+        """Whether a tool has an MCP App or a visibility: the server then serves the ``ui`` extension."""
+        return any(t.ui is not None or t.visibility is not None for t in self.tools.values())
+
+    def extensions(self, client_capabilities: Any = None, *, stateless: bool = True) -> dict[str, Any]:
+        """The extensions this server serves (``capabilities.extensions``), for ``server/discover`` and ``initialize``.
+
+        In the handshake era only for a client that declared ``extensions`` itself (the schemas before
+        2026-07-28 have no such member: a client that knows none of them is not sent one).
+        """
+        found: dict[str, Any] = {}
+        if stateless and self.has_task_tools and hooks.tasks is not None:
+            found[hooks.tasks.extension] = {}
+        if self.has_ui_tools and (stateless or extensions.declared(client_capabilities, extensions.UI) is not None):
+            found[extensions.UI] = {}
+        return found
 
     def tool(
         self,
@@ -139,6 +206,11 @@ class MCPServer:
         input_schema: dict[str, Any] | None = None,
         task: TaskSupport | None = None,
         ask_first: bool = False,
+        rate_limit: str | None = None,
+        timeout: float | None = None,
+        audit: AuditPolicy = REDACTED,
+        ui: Any = None,
+        visibility: Sequence[str] | None = None,
     ) -> Any:
         """Register a callable as a tool: ``@site.tool`` or ``@site.tool(name=..., title=...)``.
 
@@ -148,7 +220,13 @@ class MCPServer:
         the result later (the call runs on the ``TASKS`` backend's worker);
         ``task="required"`` only ever runs as a task. ``ask_first=True`` runs the tool
         in the request until ``ctx.begin_task()``, so what it asks before is answered
-        there (see docs/tasks.md).
+        there (see docs/tasks.md). ``rate_limit="10/minute"`` bounds each caller's calls of this tool and
+        ``timeout=30`` its run time, in place of ``RATE_LIMITS["tool"]`` and ``TOOL_TIMEOUT``
+        (docs/operations.md). ``audit`` says what the audit log keeps of each call:
+        ``"redacted"`` arguments (the default), ``"hidden"`` (none), ``"full"`` (arguments and
+        result) or ``False`` (no record; docs/operations.md). ``ui="app/ui/card.html"`` (or a
+        ``django_mcp.ui.UI``) shows the result in hosts that render MCP Apps, rendered by that Django
+        template; ``visibility=["app"]`` makes a helper only such an app calls (docs/apps.md).
         """
 
         def register(f: F) -> F:
@@ -167,11 +245,22 @@ class MCPServer:
                     input_schema=dict(input_schema or {}),
                     task_support=task,
                     ask_first=ask_first,
+                    rate_limit=rate_limit,
+                    timeout=timeout,
+                    audit=audit,
+                    ui=ui,
+                    visibility=None if visibility is None else list(visibility),
                 )
             )
             return f
 
         return register(fn) if fn is not None else register
+
+    def _make_tools(self, kind: str, what: str, view: Any, **options: Any) -> list[Tool]:
+        maker = hooks.tool_makers.get(kind)
+        if maker is None:
+            raise ImproperlyConfigured(f"{what} needs {_MAKERS_NEED[kind]}")
+        return [self.add_tool(t) for t in maker(view, **options)]
 
     def register_drf(self, view: Any, *, action: str | None = None, **options: Any) -> list[Tool]:
         """Register a DRF view, ``@api_view`` function or viewset as tools (see ``contrib.drf``).
@@ -179,10 +268,7 @@ class MCPServer:
         A viewset without ``action`` gives one tool per action (``book_list``,
         ``book_create``...); ``actions=[...]`` picks some. Needs the ``drf`` extra.
         """
-        from .contrib.drf import drf_tool, drf_tools
-
-        tools = [drf_tool(view, action=action, **options)] if action else drf_tools(view, **options)
-        return [self.add_tool(t) for t in tools]
+        return self._make_tools("drf", "register_drf", view, action=action, **options)
 
     def drf_tool(self, **options: Any) -> Callable[[F], F]:
         """Decorator form of ``register_drf`` for an ``APIView``, viewset or ``@api_view`` function."""
@@ -195,9 +281,8 @@ class MCPServer:
 
     def register_view(self, view: Callable[..., Any], **options: Any) -> Tool:
         """Register a function-based Django view as a tool (see ``view_tools.view_tool``)."""
-        from .view_tools import view_tool
-
-        return self.add_tool(view_tool(view, **options))
+        (tool,) = self._make_tools("view", "register_view", view, **options)
+        return tool
 
     def view_tool(self, **options: Any) -> Callable[[F], F]:
         """Decorator form of ``register_view``: ``@site.view_tool(method="POST", arguments={...})``."""
@@ -232,8 +317,12 @@ class MCPServer:
         scopes: Sequence[str] = (),
         permissions: Sequence[str] = (),
         check: Check | None = None,
+        audit: AuditPolicy = REDACTED,
     ) -> Callable[[F], F]:
-        """Register a function as a resource; a URI with ``{var}`` makes a template."""
+        """Register a function as a resource; a URI with ``{var}`` makes a template.
+
+        ``audit=False`` keeps its reads out of the audit log (a read has no arguments to hide).
+        """
 
         def register(f: F) -> F:
             kwargs: dict[str, Any] = dict(
@@ -249,9 +338,8 @@ class MCPServer:
                 scopes=list(scopes),
                 permissions=list(permissions),
                 check=check,
+                audit=audit,
             )
-            from .protocol.uri_template import URITemplate
-
             if URITemplate.is_template(uri):
                 self.add_resource(ResourceTemplate(**kwargs, complete=dict(complete or {})))
             else:
@@ -277,7 +365,10 @@ class MCPServer:
         scopes: Sequence[str] = (),
         permissions: Sequence[str] = (),
         check: Check | None = None,
+        audit: AuditPolicy = REDACTED,
     ) -> Any:
+        """Register a function as a prompt; ``audit`` as for tools (what the audit log keeps of a ``prompts/get``)."""
+
         def register(f: F) -> F:
             self.add_prompt(
                 Prompt(
@@ -290,6 +381,7 @@ class MCPServer:
                     scopes=list(scopes),
                     permissions=list(permissions),
                     check=check,
+                    audit=audit,
                 )
             )
             return f
@@ -300,45 +392,26 @@ class MCPServer:
         """Register a ``Tool``, ``Resource``, ``ResourceTemplate`` or ``Prompt`` object, or a ``ModelResource``.
 
         A ``ModelResource`` subclass is instantiated once and the class returned,
-        so ``@site.register`` works as a class decorator.
+        so ``@site.register`` works as a class decorator (``hooks.kinds``).
         """
-        from .model_resources import ModelResource
-
-        if isinstance(obj, type) and issubclass(obj, ModelResource):
-            self.add_model_resource(obj(self))
-            return obj
-        if isinstance(obj, ModelResource):
-            obj.server = obj.server or self
-            return self.add_model_resource(obj)
         if isinstance(obj, Tool):
             return self.add_tool(obj)
         if isinstance(obj, Resource):
             return self.add_resource(obj)
         if isinstance(obj, Prompt):
             return self.add_prompt(obj)
+        for kind, add in hooks.kinds.items():
+            if isinstance(obj, kind) or (isinstance(obj, type) and issubclass(obj, kind)):
+                return add(self, obj)
         raise TypeError(f"Cannot register {obj!r} on an MCP server")
-
-    def add_model_resource(self, resource: ModelResource) -> ModelResource:
-        from . import model_signals
-
-        if self.model_resource_for(resource.model) is not None:
-            raise ImproperlyConfigured(
-                f"Model {resource.model._meta.label} is already registered on MCP server {self.name!r}"
-            )
-        self.add_resource(resource.as_template())
-        model_signals.watch(resource)
-        return resource
 
     @property
     def model_resources(self) -> list[ModelResource]:
-        """Registered ``ModelResource`` instances, in registration order."""
-        return [t.resource for t in self.templates.values() if isinstance(t, ModelResourceTemplate)]
+        """Registered ``ModelResource`` instances, in registration order (their templates carry them)."""
+        return [t.resource for t in self.templates.values() if t.resource is not None]
 
     def model_resource_for(self, model: type[Any]) -> ModelResource | None:
-        for t in self.templates.values():
-            if isinstance(t, ModelResourceTemplate) and t.resource.model is model:
-                return t.resource
-        return None
+        return next((r for r in self.model_resources if r.model is model), None)
 
     def method(self, name: str) -> Callable[[Handler], Handler]:
         """Register or override the handler of a JSON-RPC method."""
@@ -352,14 +425,10 @@ class MCPServer:
     # -- change notifications -------------------------------------------------------
     async def notify_list_changed(self, kind: str) -> None:
         """Tell every connected client that the tools/resources/prompts list changed."""
-        from .routing import hub
-
         await hub.broadcast_or_log({"kind": "list_changed", "list": kind})
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell subscribers that the resource at ``uri`` changed."""
-        from .routing import hub
-
         await hub.broadcast_or_log({"kind": "resource_updated", "uri": uri})
 
     # -- dispatch ------------------------------------------------------------------
@@ -384,16 +453,23 @@ class MCPServer:
                 return found
         return None
 
+    def handles(self, method: str) -> bool:
+        """Whether this server answers requests of ``method`` (else they get -32601)."""
+        return method in self._handlers or method in hooks.methods or method in DEFAULT_HANDLERS
+
     async def handle(self, method: str, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-        handler = self._handlers.get(method)
+        handler = self._handlers.get(method) or hooks.methods.get(method) or DEFAULT_HANDLERS.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         return await handler(self, params, ex)
 
-    def initialize_result(self, revision: str) -> dict[str, Any]:
+    def initialize_result(self, revision: str, client_capabilities: Any = None) -> dict[str, Any]:
         capabilities = self.capabilities()
         if at_least(revision, "2025-11-25") and self.has_task_tools:
             capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        served = self.extensions(client_capabilities, stateless=False)
+        if served:
+            capabilities["extensions"] = served
         result: dict[str, Any] = {
             "protocolVersion": revision,
             "capabilities": capabilities,
@@ -430,8 +506,9 @@ async def _set_level(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
 
 async def _discover(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     capabilities = server.capabilities()
-    if server.has_task_tools:
-        capabilities["extensions"] = {TASKS_EXTENSION: {}}
+    served = server.extensions()
+    if served:
+        capabilities["extensions"] = served
     result: dict[str, Any] = {
         "supportedVersions": list(ALL_REVISIONS),
         "capabilities": capabilities,
@@ -443,6 +520,8 @@ async def _discover(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
 
 
 async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
+    if server.has_ui_tools and not extensions.supports_ui(ex.client_capabilities):
+        return await _list_tools_without_apps(server, params, [t for t in server.tools.values() if not t.app_only], ex)
     if not server.has_task_tools or ex.stateless:
         items = [t.definition() for t in server.tools.values() if await visible(t, ex)]
         return server.page(items, params, "tools", "tools")
@@ -459,10 +538,37 @@ async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -
     return server.page(items, params, "tools", "tools")
 
 
+async def _list_tools_without_apps(
+    server: MCPServer, params: dict[str, Any], tools: list[Tool], ex: Exchange
+) -> dict[str, Any]:
+    """``tools/list`` for a client that renders no MCP Apps: no app-only helpers, no ``_meta.ui``."""
+    tasks_era = server.has_task_tools and not ex.stateless and at_least(ex.revision, "2025-11-25")
+    items = []
+    for t in tools:
+        if (t.task_support == "required" and not ex.stateless and not tasks_era) or not await visible(t, ex):
+            continue
+        d = t.definition()
+        meta = d.get("_meta")
+        if meta is not None:
+            meta = {k: v for k, v in meta.items() if k not in (extensions.UI_META, extensions.UI_RESOURCE_URI_FLAT)}
+            if meta:
+                d["_meta"] = meta
+            else:
+                del d["_meta"]
+        if tasks_era and t.task_support:
+            d["execution"] = {"taskSupport": t.task_support}
+        items.append(d)
+    return server.page(items, params, "tools", "tools")
+
+
 async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     name = params.get("name")
     tool: Tool | None = ex.target
-    if tool is None or not await visible(tool, ex):
+    if (
+        tool is None
+        or (tool.app_only and not extensions.supports_ui(ex.client_capabilities))
+        or not await visible(tool, ex)
+    ):
         raise InvalidParams(f"Unknown tool: {name}", {"name": name})
     try:
         kwargs = tool.parse_arguments(params.get("arguments"))
@@ -475,16 +581,21 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
             "isError": True,
         }
     # A ``task`` parameter on a tool without task support is refused too (-32601, 2025-11-25).
+    tasks = hooks.tasks
     if (tool.task_support is not None or "task" in params) and not getattr(ex, "in_task", False):
-        as_task = task_protocol.wants_task(tool, params, ex)
+        if tasks is None:
+            raise MethodNotFound(f"Tool {tool.name!r}: task execution is not installed (django_mcp.tasks)")
+        as_task = tasks.wants_task(tool, params, ex)
         if as_task and not tool.ask_first:
-            return await task_protocol.create(server, tool, kwargs, params, ex, {})
+            return await tasks.create(server, tool, kwargs, params, ex, {})
         ex.task_pending = as_task
     ctx = Context(ex)
     try:
         value = await tool.run(kwargs, ctx)
     except BeginTask as begin:
-        return await task_protocol.create(server, tool, kwargs, params, ex, begin.answers)
+        if tasks is None:  # begin_task() outside a task tool: wants_task never ran
+            raise MethodNotFound(f"Tool {tool.name!r}: task execution is not installed (django_mcp.tasks)") from None
+        return await tasks.create(server, tool, kwargs, params, ex, begin.answers)
     except (InputRequired, ProtocolError):
         raise
     except Exception as exc:  # user code: the exception handler turns it into an isError result
@@ -515,13 +626,9 @@ def exception_context(server: MCPServer, tool: Tool, kwargs: dict[str, Any], ctx
 
 
 async def _list_resources(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    """Static resources, then the objects of every visible ``ModelResource``, under one signed cursor."""
+    """The static resources (``model_resources`` replaces this to list model objects after them)."""
     items = [r.definition() for r in server.resources.values() if await visible(r, ex)]
-    models = [t for t in server.templates.values() if isinstance(t, ModelResourceTemplate)]
-    sources = [t.resource for t in models if await visible(t, ex)]
-    if not sources:  # nothing to query: no thread hop
-        return list_page(items, [], Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
-    return await run_sync(list_page, items, sources, Context(ex), params.get("cursor"), mcp_settings.PAGE_SIZE)
+    return server.page(items, params, "resources", "resources")
 
 
 async def _list_templates(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
@@ -554,8 +661,7 @@ async def check_subscription(server: MCPServer, uri: str, ex: Exchange) -> None:
     the object itself), so subscribing never reveals what reading would refuse.
     """
     res, variables = await _find_resource(server, uri, ex)
-    if isinstance(res, ModelResourceTemplate):
-        await res.ensure_exists(uri, variables, Context(ex))
+    await res.ensure_exists(uri, variables, Context(ex))
 
 
 async def _subscribe(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
@@ -608,8 +714,11 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
     value = arg.get("value", "")
     context_args = (params.get("context") or {}).get("arguments") or {}
     values: list[str]
-    if isinstance(tpl, ModelResourceTemplate) and source is None:
-        values, total = await tpl.completion_values(Context(ex), arg["name"], str(value), dict(context_args))
+    own = None
+    if tpl is not None and source is None:  # a template that completes its own variables (a ModelResource)
+        own = await tpl.completion_values(Context(ex), arg["name"], str(value), dict(context_args))
+    if own is not None:
+        values, total = own
         completion: dict[str, Any] = {"values": values, "hasMore": total is None or total > len(values)}
         if total is not None:
             completion["total"] = total
@@ -624,7 +733,7 @@ async def _complete(server: MCPServer, params: dict[str, Any], ex: Exchange) -> 
         if "ctx" in sig.parameters:
             kwargs["ctx"] = Context(ex)
         # Sync completers run in a thread, like tools: they may query the database.
-        got = await _runner(source)(value, **kwargs)
+        got = await in_user_pool(source)(value, **kwargs)
         if inspect.isawaitable(got):
             got = await got
         values = [str(v) for v in got]
@@ -648,7 +757,12 @@ DEFAULT_HANDLERS: dict[str, Handler] = {
     "prompts/list": _list_prompts,
     "prompts/get": _get_prompt,
     "completion/complete": _complete,
-    **task_protocol.HANDLERS,
 }
 
-__all__ = ["CACHEABLE", "InputRequired", "MCPServer"]
+_MAKERS_NEED = {"view": "django_mcp.view_tools", "drf": "Django REST framework: pip install django-mcp-toolkit[drf]"}
+
+#: The default server, ``django_mcp.site``: what apps' ``mcp.py`` modules declare on (autodiscovered).
+#: Making it reads no setting (its name and version are looked up when asked), so this is import-safe.
+site = MCPServer()
+
+__all__ = ["CACHEABLE", "Hooks", "InputRequired", "MCPServer", "TaskHooks", "hooks", "site"]

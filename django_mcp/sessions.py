@@ -8,7 +8,8 @@ session (DELETE, the admin action, expiry) is broadcast over the channel layer
 so every worker drops it at once; idle expiry (``mcp_cleanup``) broadcasts the ended
 ids in batches. The per-worker cache is bounded (``SESSION_CACHE_SIZE``,
 ``SESSION_CACHE_MAX_AGE``): an evicted session is reloaded from the database on its
-next request.
+next request. Whoever wants to know when sessions end (telemetry's
+``mcp.server.session.duration``) connects to ``session_ended``.
 
 Every query runs in ``django_mcp.sync``'s bookkeeping pool, between two
 ``close_old_connections()`` as in a Django request: never queued behind a tool,
@@ -20,21 +21,66 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync
+from django.db.models import F
+from django.dispatch import Signal
 from django.utils import timezone
 
 from .conf import mcp_settings
 from .lru import LRU
+from .models import MCPSession
 from .routing import hub, long_lived, session_group
 from .sync import run_bookkeeping
 from .unavailable import Unavailable
+from .writelock import write_transaction
 
 logger = logging.getLogger("django_mcp")
 
 #: Ended session ids per broadcast message (channels_redis drops messages past a channel's capacity).
 END_BATCH = 500
+
+#: Sent (``sender``: ``MCPSession``) when handshake-era sessions end, with ``sessions``, a list of
+#: ``EndedSession``; ``reason``: "closed" (DELETE, or the transport's own end: a legacy SSE stream closed,
+#: stdio's input ended), "ended" (the admin, a disabled OAuth client) or "expired" (idle past
+#: ``SESSION_IDLE_TIMEOUT``); and ``transport``, the ``Call.transport`` that ended it (None for the others).
+#: Only with a receiver connected does ending a session cost the query that fills ``sessions``.
+session_ended = Signal()
+
+
+@dataclass(frozen=True)
+class EndedSession:
+    """A session that has just ended, as ``session_ended`` reports it."""
+
+    id: str
+    revision: str
+    created: datetime
+    ended: datetime
+
+    @property
+    def duration(self) -> float:
+        """Seconds from ``initialize`` to the end."""
+        return max(0.0, (self.ended - self.created).total_seconds())
+
+
+def _ended(ids: list[str], ended: datetime | None = None) -> list[EndedSession]:
+    rows = MCPSession.objects.filter(id__in=ids, ended__isnull=False)
+    if ended is not None:  # those this very UPDATE ended, not one ended before by other means
+        rows = rows.filter(ended=ended)
+    return [EndedSession(*row) for row in rows.values_list("id", "protocol_version", "created", "ended")]
+
+
+def _report_sync(sessions: list[EndedSession], reason: str, transport: str | None = None) -> None:
+    if not sessions:
+        return
+    for receiver, outcome in session_ended.send_robust(
+        MCPSession, sessions=sessions, reason=reason, transport=transport
+    ):
+        if isinstance(outcome, Exception):
+            logger.error("django_mcp: session_ended receiver %r failed", receiver, exc_info=outcome)
 
 
 class SessionState:
@@ -145,8 +191,6 @@ class SessionStore:
         user: Any,
         client_id: str = "",
     ) -> SessionState:
-        from .models import MCPSession
-
         user_id = owner_id(user)
         sid = new_session_id()
         await run_bookkeeping(
@@ -208,8 +252,6 @@ class SessionStore:
         return await self._load(sid)
 
     async def _touch(self, sid: str) -> bool:
-        from .models import MCPSession
-
         now = timezone.now()
         idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
         updated = await run_bookkeeping(
@@ -218,8 +260,6 @@ class SessionStore:
         return bool(updated == 1)
 
     async def _load(self, sid: str) -> SessionState | None:
-        from .models import MCPSession
-
         row = await run_bookkeeping(MCPSession.objects.filter(id=sid, ended__isnull=True).first)
         if row is None:
             return None
@@ -234,8 +274,6 @@ class SessionStore:
         worker with a cache writes it, so concurrent requests of one session do not queue
         on a row lock (or on SQLite's one writer).
         """
-        from .models import MCPSession
-
         if len(sid) > 64:
             return None
         now = timezone.now()
@@ -265,8 +303,6 @@ class SessionStore:
 
     async def update(self, state: SessionState, **fields: Any) -> None:
         """Persist a change of session state (rare: initialized, log level, subscriptions)."""
-        from .models import MCPSession
-
         updated = await run_bookkeeping(MCPSession.objects.filter(id=state.id, ended__isnull=True).update, **fields)
         if not updated:  # ended meanwhile (DELETE, the admin, expiry): never cache it again
             self._local.pop(state.id, None)
@@ -282,12 +318,9 @@ class SessionStore:
         Two workers may take a session's subscribe requests one after the other before either
         has heard of the other's change: a read-modify-write of their cached sets would drop one.
         """
-        from django.db import transaction
-
-        from .models import MCPSession
 
         def change() -> tuple[list[str], int] | None:
-            with transaction.atomic():
+            with write_transaction():
                 row = (
                     MCPSession.objects.select_for_update()
                     .filter(id=state.id, ended__isnull=True)
@@ -317,8 +350,6 @@ class SessionStore:
     async def is_initialized(self, state: SessionState) -> bool:
         """Whether the client sent notifications/initialized (asks the database if another worker got it)."""
         if not state.initialized:
-            from .models import MCPSession
-
             state.initialized = await run_bookkeeping(MCPSession.objects.filter(id=state.id, initialized=True).exists)
         return state.initialized
 
@@ -330,14 +361,20 @@ class SessionStore:
         """Drop cached sessions unused for ``SESSION_CACHE_MAX_AGE`` (inserts prune too)."""
         return self._local.prune()
 
-    async def end(self, sid: str) -> bool:
-        from .models import MCPSession
-
+    async def end(self, sid: str, transport: str | None = None) -> bool:
+        """End session ``sid`` (DELETE, or its transport ended); ``transport`` ended it (``Call.transport``)."""
         updated = await run_bookkeeping(
             MCPSession.objects.filter(id=sid, ended__isnull=True).update, ended=timezone.now()
         )
         self._local.pop(sid, None)
         await announce_end(sid)
+        if updated == 1 and session_ended.has_listeners(MCPSession):
+            sessions = await run_bookkeeping(_ended, [sid])
+            for receiver, outcome in await session_ended.asend_robust(
+                MCPSession, sessions=sessions, reason="closed", transport=transport
+            ):
+                if isinstance(outcome, Exception):
+                    logger.error("django_mcp: session_ended receiver %r failed", receiver, exc_info=outcome)
         return bool(updated == 1)
 
     def forget(self, sid: str) -> None:
@@ -349,28 +386,23 @@ class SessionStore:
 
 async def announce_end(sid: str) -> None:
     """Tell every worker the session ended: caches drop it, its GET stream closes."""
-    from .routing import session_group
-
     await hub.broadcast({"kind": "session_ended", "session": sid})
     await hub.publish(session_group(sid), {"kind": "session_ended"})
 
 
 def end_sessions_sync(ids: list[str]) -> int:
     """For the admin action and management code running outside the event loop."""
-    from asgiref.sync import async_to_sync
-
-    from .models import MCPSession
-
-    n = MCPSession.objects.filter(id__in=ids, ended__isnull=True).update(ended=timezone.now())
+    now = timezone.now()
+    n = MCPSession.objects.filter(id__in=ids, ended__isnull=True).update(ended=now)
     for sid in ids:
         async_to_sync(announce_end)(sid)
+    if n and session_ended.has_listeners(MCPSession):
+        _report_sync(_ended(ids, now), "ended")
     return int(n)
 
 
 def idle_sessions() -> Any:
     """Sessions not ended but idle past ``SESSION_IDLE_TIMEOUT`` (a queryset)."""
-    from .models import MCPSession
-
     idle = timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
     return MCPSession.objects.filter(ended__isnull=True, last_seen__lt=idle)
 
@@ -382,16 +414,21 @@ def expire_idle_sync() -> int:
     open for them (with a Redis layer; the in-memory layer reaches only this process,
     and other workers' cached entries then fail their next revalidation).
     """
-    from asgiref.sync import async_to_sync
-    from django.db.models import F
-
     timeout = timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
     ids = list(idle_sessions().values_list("id", flat=True))
     count = 0
     for start in range(0, len(ids), END_BATCH):
         batch = ids[start : start + END_BATCH]
+        listening = session_ended.has_listeners(MCPSession)
+        idle = (
+            list(idle_sessions().filter(id__in=batch).values_list("id", "protocol_version", "created", "last_seen"))
+            if listening
+            else []
+        )
         count += idle_sessions().filter(id__in=batch).update(ended=F("last_seen") + timeout)
         async_to_sync(announce_ended)(batch)
+        if listening:
+            _report_sync([EndedSession(sid, rev, made, seen + timeout) for sid, rev, made, seen in idle], "expired")
     return count
 
 

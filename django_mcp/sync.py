@@ -28,8 +28,9 @@ Every thread holds its own connection: a worker process needs up to
 from __future__ import annotations
 
 import asyncio
+import inspect
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -150,6 +151,11 @@ async def run_sync(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
     return await user_pool.run(fn, *args, **kwargs)
 
 
+def in_user_pool(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``fn`` as a coroutine function: itself when async, else on ``user_pool`` (user code may block)."""
+    return fn if inspect.iscoroutinefunction(fn) else user_pool.wrap(fn)
+
+
 async def run_bookkeeping(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
     """Run the package's own database work in ``bookkeeping_pool``."""
     return await bookkeeping_pool.run(fn, *args, **kwargs)
@@ -175,4 +181,12 @@ def _reload(*, setting: str, **kwargs: Any) -> None:
 
 setting_changed.connect(_reload)
 
-__all__ = ["Pool", "bookkeeping_pool", "drop_shared_connections", "run_bookkeeping", "run_sync", "user_pool"]
+__all__ = [
+    "Pool",
+    "bookkeeping_pool",
+    "drop_shared_connections",
+    "in_user_pool",
+    "run_bookkeeping",
+    "run_sync",
+    "user_pool",
+]

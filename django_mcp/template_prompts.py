@@ -28,6 +28,7 @@ from django import forms
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 from django.template import Context as TemplateContext
+from django.template import TemplateSyntaxError
 from django.template.base import Template as DjangoTemplate
 from django.template.loader import get_template
 from django.utils.datastructures import MultiValueDict
@@ -81,8 +82,6 @@ class Collector:
 
     @contextlib.contextmanager
     def inside_message(self) -> Iterator[None]:
-        from django.template import TemplateSyntaxError
-
         if self._in_message:
             raise TemplateSyntaxError("{% message %} blocks cannot be nested")
         self._in_message = True

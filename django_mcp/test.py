@@ -2,8 +2,8 @@
 
 What Django's ``Client``/``AsyncClient`` are to views, these are to an MCP server: they
 run in process, with no sockets, through the same dispatch path every transport uses
-(``dispatch.initialize`` / ``dispatch.find_session`` / ``dispatch.stateless_revision``,
-then ``engine.handle_request``)::
+(``dispatch.initialize``, ``dispatch.find_session``, ``dispatch.stateless_revision``, then
+the one door, ``dispatch.handle``, with its scope check, validation and error mapping)::
 
     from django_mcp.test import MCPTestClient
 
@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import mcp_types as types
 from asgiref.sync import async_to_sync
+from django.contrib.auth.models import AnonymousUser
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
@@ -39,7 +40,14 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
-from . import __version__
+from . import dispatch
+from .auth.bearer import AuthInfo
+from .protocol import jsonrpc
+from .protocol.versions import ALL_REVISIONS, LATEST, is_stateless
+from .routing import hub
+from .server import site
+from .sessions import store
+from .version import __version__
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -170,16 +178,16 @@ class _Script:
 
 
 # -- the in-process outlet --------------------------------------------------------------------------
-class _Outlet:
-    """One request's way out: notifications are collected, server->client requests answered."""
+class TestClientOutlet:
+    """Carries one in-process call's notifications (collected on the client) and server->client
+    requests (answered from the client's scripts, the answer delivered back to the engine)."""
+
+    __test__ = False  # a name pytest would otherwise try to collect
 
     def __init__(self, client: AsyncMCPTestClient, session_id: str) -> None:
         self.client, self.session_id = client, session_id
 
     async def send(self, message: dict[str, Any]) -> None:
-        from .engine import engine
-        from .protocol import jsonrpc
-
         if "method" not in message:
             return
         if "id" not in message:
@@ -190,9 +198,9 @@ class _Outlet:
         except UnansweredRequest as exc:
             self.client._unanswered = exc
             error = {"code": jsonrpc.METHOD_NOT_FOUND, "message": str(exc)}
-            await engine.deliver_response(self.session_id, jsonrpc.Response(message["id"], None, error))
+            await dispatch.deliver_response(self.session_id, jsonrpc.Response(message["id"], None, error))
             return
-        await engine.deliver_response(self.session_id, jsonrpc.Response(message["id"], result, None))
+        await dispatch.deliver_response(self.session_id, jsonrpc.Response(message["id"], result, None))
 
 
 # -- one event loop per sync call --------------------------------------------------------------------
@@ -203,8 +211,6 @@ def _sync(method: Callable[..., Awaitable[R]]) -> Callable[..., R]:
         try:
             return await method(*args, **kwargs)
         finally:
-            from .routing import hub
-
             await hub.stop()  # before async_to_sync closes this call's loop
 
     return async_to_sync(call)
@@ -233,11 +239,7 @@ class AsyncMCPTestClient:
         log_level: str | None = "debug",
         locale: str | None = None,
     ) -> None:
-        from .protocol.versions import ALL_REVISIONS, LATEST
-
         if server is None:
-            from . import site
-
             server = site
         version = protocol_version or LATEST
         if version not in ALL_REVISIONS:
@@ -267,8 +269,6 @@ class AsyncMCPTestClient:
     # -- configuration -----------------------------------------------------------------------------
     @property
     def stateless(self) -> bool:
-        from .protocol.versions import is_stateless
-
         return is_stateless(self.protocol_version)
 
     def force_authenticate(self, user: Any = None, scopes: Any = None, client_id: str = "mcp-test-client") -> None:
@@ -280,15 +280,11 @@ class AsyncMCPTestClient:
         A handshake-era session belongs to its user: the next request opens a new one.
         """
         if user is None:
-            from django.contrib.auth.models import AnonymousUser
-
             user = AnonymousUser()
         self.user = user
         if scopes is None:
             self.auth, self.client_id = None, ""
         else:
-            from .auth.bearer import AuthInfo
-
             self.auth = AuthInfo(user=user, client_id=client_id, scopes=frozenset(scopes))
             self.client_id = client_id
         self.session = None
@@ -339,8 +335,6 @@ class AsyncMCPTestClient:
             raise RuntimeError(f"{self.protocol_version} has no initialize handshake: it is stateless")
         if self.initialize_result is not None:
             return self.initialize_result
-        from . import dispatch
-        from .protocol import jsonrpc
 
         if self.user is None:
             self.force_authenticate(None)
@@ -349,12 +343,11 @@ class AsyncMCPTestClient:
             "capabilities": self.capabilities,
             "clientInfo": self.client_info,
         }
-        caller = dispatch.Caller(self.user, self.auth, self.client_id, self.locale)
         request = jsonrpc.Request(next(self._ids), "initialize", params)
         try:
-            session, response = await dispatch.initialize(self.server, request, caller)
+            session, response = await dispatch.initialize(self.server, request, self._caller())
         except dispatch.Rejected as exc:
-            raise MCPClientError(exc.error.code, exc.error.message, exc.error.data, exc.status) from None
+            raise _refused(exc) from None
         self.session = session
         self._opened.append(session.id)
         await dispatch.absorb(jsonrpc.Notification("notifications/initialized", None), session, session.revision)
@@ -365,12 +358,10 @@ class AsyncMCPTestClient:
 
     async def close(self) -> None:
         """End the handshake-era sessions this client opened (the fixtures do it after each test)."""
-        from .sessions import store
-
         opened, self._opened = self._opened, []
         self.session = self.initialize_result = None
         for sid in opened:
-            await store.end(sid)
+            await store.end(sid, "test")
 
     # -- requests -------------------------------------------------------------------------------------
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -383,9 +374,6 @@ class AsyncMCPTestClient:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification (``notifications/cancelled``, ``notifications/roots/list_changed``...)."""
-        from . import dispatch
-        from .protocol import jsonrpc
-
         if not self.stateless:
             await self.initialize()
         revision = self.session.revision if self.session is not None else self.protocol_version
@@ -410,35 +398,20 @@ class AsyncMCPTestClient:
     async def _handshake(
         self, rid: int, method: str, params: dict[str, Any], meta: dict[str, Any]
     ) -> dict[str, Any] | None:
-        from . import dispatch
-        from .engine import engine
-        from .protocol import jsonrpc
-
         await self.initialize()
-        caller = dispatch.Caller(self.user, self.auth, self.client_id, self.locale)
+        caller = self._caller()
+        request = jsonrpc.Request(rid, method, {**params, "_meta": meta})
         try:
             session = await dispatch.find_session(self.session.id, caller, rid, self.session.revision)
+            return await dispatch.handle(
+                self.server, request, session.revision, session, caller, TestClientOutlet(self, session.id)
+            )
         except dispatch.Rejected as exc:
-            raise MCPClientError(exc.error.code, exc.error.message, exc.error.data, exc.status) from None
-        request = jsonrpc.Request(rid, method, {**params, "_meta": meta})
-        return await engine.handle_request(
-            self.server,
-            request,
-            session.revision,
-            session,
-            self.user,
-            _Outlet(self, session.id),
-            locale=self.locale,
-            auth=self.auth,
-        )
+            raise _refused(exc) from None
 
     async def _stateless(
         self, rid: int, method: str, params: dict[str, Any], meta: dict[str, Any]
     ) -> dict[str, Any] | None:
-        from . import dispatch
-        from .engine import engine
-        from .protocol import jsonrpc
-
         meta.update(
             {
                 PROTOCOL_VERSION_META_KEY: self.protocol_version,
@@ -449,15 +422,17 @@ class AsyncMCPTestClient:
         if self.log_level is not None:
             meta[LOG_LEVEL_META_KEY] = self.log_level
         params = {**params, "_meta": meta}
+        caller = self._caller()
+        # A real client's loop: answer each ``input_required`` round and send the request again.
         for _ in range(MAX_INPUT_ROUNDS):
             request = jsonrpc.Request(rid, method, params)
             try:
                 revision = dispatch.stateless_revision(request)
+                response = await dispatch.handle(
+                    self.server, request, revision, None, caller, TestClientOutlet(self, "")
+                )
             except dispatch.Rejected as exc:
-                raise MCPClientError(exc.error.code, exc.error.message, exc.error.data, exc.status) from None
-            response = await engine.handle_request(
-                self.server, request, revision, None, self.user, _Outlet(self, ""), locale=self.locale, auth=self.auth
-            )
+                raise _refused(exc) from None
             result = (response or {}).get("result")
             if not isinstance(result, dict) or result.get("resultType") != "input_required":
                 return response
@@ -466,6 +441,9 @@ class AsyncMCPTestClient:
                 answers[key] = await self._answer(asked["method"], asked.get("params") or {})
             params = {**params, "inputResponses": answers, "requestState": result.get("requestState")}
         raise MCPClientError(-32603, f"{method} still needed input after {MAX_INPUT_ROUNDS} rounds")
+
+    def _caller(self) -> Any:
+        return dispatch.Caller(self.user, self.auth, self.client_id, self.locale, transport="test")
 
     async def _typed(self, model: type[M], method: str, params: dict[str, Any] | None = None) -> M:
         return model.model_validate(await self.request(method, params))
@@ -548,6 +526,11 @@ class AsyncMCPTestClient:
 
     async def unsubscribe(self, uri: str) -> None:
         await self.request("resources/unsubscribe", {"uri": uri})
+
+
+def _refused(exc: Any) -> MCPClientError:
+    """A refusal at the door (``dispatch.Rejected``) as the error a test sees, with its HTTP status."""
+    return MCPClientError(exc.error.code, exc.error.message, exc.error.data, exc.status)
 
 
 def _result(response: dict[str, Any] | None) -> dict[str, Any]:

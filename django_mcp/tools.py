@@ -13,17 +13,24 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types
+from django.db import transaction
 from pydantic import BaseModel, TypeAdapter
 
+from . import rates
 from .access import Check, Guard
+from .auditing import REDACTED, AuditPolicy, check_policy
 from .conf import mcp_settings
 from .content import CONTENT_TYPES, dump
 from .context import Context
+from .protocol import extensions
 from .signature import Signature
 from .sync import user_pool
+
+#: How a tool runs as an MCP task (``@site.tool(task=...)``; ``django_mcp.tasks`` runs them).
+TaskSupport = Literal["optional", "required", "forbidden"]
 
 
 @dataclass
@@ -49,6 +56,19 @@ class Tool(Guard):
     task_support: str | None = None
     #: Run in the request until ``ctx.begin_task()`` (questions asked before it are answered there).
     ask_first: bool = False
+    #: Calls each caller may make, in the ``limits`` syntax (``"10/minute"``); None: ``RATE_LIMITS["tool"]``.
+    rate_limit: str | None = None
+    #: Seconds a call (or a task's run) may take before it answers a timed-out tool error; None: the
+    #: ``TOOL_TIMEOUT`` (``TASK_TIMEOUT`` for a task's run) setting, ``math.inf``: none.
+    timeout: float | None = None
+    #: What the audit log keeps of a call (``django_mcp.auditing``): "redacted", "hidden", "full" or False.
+    audit: AuditPolicy = REDACTED
+    #: The MCP App that shows this tool's results in a host (``django_mcp.ui.UI``, or a template name that
+    #: ``django_mcp.ui`` makes one of when the tool is added to a server); None: text only.
+    ui: Any = None
+    #: Who may call it (MCP Apps): ``["model", "app"]`` (None, the default), ``["app"]`` for a helper only the
+    #: app in the host calls (hidden from clients that render no apps), ``["model"]`` for one the app may not.
+    visibility: list[str] | None = None
     ctx_param: str | None = None
     #: How the tool is called (arguments model, Context parameter, output); read from ``fn`` when not given.
     #: View and DRF tools pass one built from their declared arguments.
@@ -78,6 +98,25 @@ class Tool(Guard):
             raise TypeError(f"Tool {self.name!r}: task must be 'optional', 'required' or 'forbidden'")
         if self.task_support == "forbidden":
             self.task_support = None
+        if not rates.valid(self.rate_limit):
+            raise TypeError(
+                f"Tool {self.name!r}: rate_limit must be a rate such as '10/minute', not {self.rate_limit!r}"
+            )
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0
+        ):
+            raise TypeError(f"Tool {self.name!r}: timeout must be a positive number of seconds, not {self.timeout!r}")
+        self.audit = check_policy(self.audit, "Tool", self.name)
+        if self.visibility is not None:
+            if (
+                isinstance(self.visibility, str)
+                or not self.visibility
+                or not set(self.visibility) <= extensions.VISIBILITIES
+            ):
+                raise TypeError(
+                    f"Tool {self.name!r}: visibility must be a list of 'model' and 'app', not {self.visibility!r}"
+                )
+            self.visibility = sorted(set(self.visibility), key=["model", "app"].index)
         self.output_schema = sig.output_schema
         self.output_adapter = sig.output_adapter
         self.wrap_output = sig.wrap_output
@@ -92,8 +131,6 @@ class Tool(Guard):
         requests, where a transaction spanning ``await`` points cannot live.
         """
         if mcp_settings.ATOMIC_TOOL_CALLS:
-            from django.db import transaction
-
             with transaction.atomic():
                 return self.fn(**kwargs)
         return self.fn(**kwargs)
@@ -111,9 +148,23 @@ class Tool(Guard):
             d["annotations"] = self.annotations
         if self.icons:
             d["icons"] = self.icons
-        if self.meta:
-            d["_meta"] = self.meta
+        meta = self.meta
+        uri = getattr(self.ui, "uri", None)
+        if uri is not None or self.visibility is not None:
+            ui: dict[str, Any] = {} if uri is None else {"resourceUri": uri}
+            if self.visibility is not None:
+                ui["visibility"] = list(self.visibility)
+            meta = {**(meta or {}), extensions.UI_META: ui}
+            if uri is not None:
+                meta[extensions.UI_RESOURCE_URI_FLAT] = uri
+        if meta:
+            d["_meta"] = meta
         return d
+
+    @property
+    def app_only(self) -> bool:
+        """Only an MCP App calls it (``visibility=["app"]``): clients that render no apps neither see nor call it."""
+        return self.visibility is not None and "model" not in self.visibility
 
     def parse_arguments(self, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """Validate arguments; raises ``pydantic.ValidationError``."""

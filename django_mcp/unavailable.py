@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from django.db import InterfaceError, OperationalError
+
 from .conf import mcp_settings
 from .exceptions import MCPError
 from .protocol import jsonrpc
@@ -59,8 +61,6 @@ def database_error(exc: BaseException) -> DatabaseUnavailable | None:
     statement timeouts) and ``InterfaceError`` (a connection already closed) are
     transient by nature; integrity or programming errors are bugs and stay what they are.
     """
-    from django.db import InterfaceError, OperationalError
-
     if isinstance(exc, DatabaseUnavailable):
         return exc
     if isinstance(exc, (OperationalError, InterfaceError)):

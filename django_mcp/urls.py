@@ -1,7 +1,9 @@
-"""``path("", include("django_mcp.urls"))``: the OAuth side of an MCP site.
+"""``path("", include("django_mcp.urls"))``: discovery and the OAuth side of an MCP site.
 
-Mounted at the site root, it serves (in DOT's ``oauth2_provider`` namespace, so
-DOT's own views find each other):
+Mounted at the site root, it serves the Server Card (``<ENDPOINT>server-card``) and the AI
+Catalog (``/.well-known/ai-catalog.json``, see ``django_mcp.discovery``) and, when
+django-oauth-toolkit is installed (in DOT's ``oauth2_provider`` namespace, so DOT's own views
+find each other):
 
 - ``/.well-known/oauth-protected-resource`` and ``/.well-known/oauth-protected-resource/<endpoint>``
   (RFC 9728, pointing at this site as the authorization server);
@@ -18,14 +20,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.urls import include, path, re_path
-from oauth2_provider import views as dot
-from oauth2_provider.settings import oauth2_settings
 
-from .auth.views import ProtectedResourceMetadataView, RegistrationManagementView, RegistrationView
+from .conf import mcp_settings
+from .discovery import ai_catalog_view, server_card_view
+
+
+def discovery_patterns(endpoint: str | None = None) -> list[Any]:
+    """The AI Catalog and the Server Card of the endpoint at ``endpoint`` (default: ``ENDPOINT``)."""
+    base = (endpoint or mcp_settings.ENDPOINT).strip("/")
+    card = f"{base}/server-card" if base else "server-card"
+    return [
+        path(".well-known/ai-catalog.json", ai_catalog_view, name="mcp-ai-catalog"),
+        path(card, server_card_view, name="mcp-server-card"),
+    ]
 
 
 def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
+    from oauth2_provider import views as dot  # reason: DOT's views import its models (only with it installed)
+    from oauth2_provider.settings import oauth2_settings  # reason: as above
+
+    from .auth.views import (  # reason: as above (they subclass DOT's views)
+        ProtectedResourceMetadataView,
+        RegistrationManagementView,
+        RegistrationView,
+    )
+
     patterns: list[Any] = [
         path(
             ".well-known/oauth-authorization-server",
@@ -67,4 +88,6 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
     return patterns
 
 
-urlpatterns = [path("", include((oauth_patterns(), "oauth2_provider")))]
+urlpatterns: list[Any] = discovery_patterns()
+if apps.is_installed("oauth2_provider"):  # a project without OAuth (AUTH = "none") includes this too
+    urlpatterns.append(path("", include((oauth_patterns(), "oauth2_provider"))))

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.urls import path, re_path
 
+from .conf import mcp_settings
 from .views import mcp_wsgi_view
 
 
@@ -23,8 +24,6 @@ def endpoint_patterns(prefix: str | None = None, view: Any = mcp_wsgi_view) -> l
 
     ``view=mcp_view`` (the async view) for Django's ASGI handler.
     """
-    from .conf import mcp_settings
-
     base = (prefix or mcp_settings.ENDPOINT).strip("/")
     return [re_path(rf"^{re.escape(base)}/?$", view, name="mcp-endpoint")] if base else [path("", view)]
 

@@ -6,6 +6,8 @@ built from the tool's arguments keeps all of them in force, instead of copying
 them into the tool. The response is mapped back: 2xx is the result, 401/403 and
 redirects to the login page are refusals, other 4xx/5xx are ``isError`` results
 with the view's message. ``contrib.drf`` builds on the same request and mapping.
+
+Importing this module gives ``MCPServer.register_view`` its tool maker (``server.hooks``).
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from django.utils.html import strip_tags
 from pydantic import BaseModel, TypeAdapter
 
 from .access import Check
+from .auditing import REDACTED, AuditPolicy
 from .content import image
 from .context import Context
 from .exceptions import ToolError
+from .server import hooks
 from .signature import EMPTY, Parameter, Signature, arguments_model, model_name, model_parameters, parse_docstring
-from .tasks import TaskSupport
-from .tools import Tool
+from .tools import TaskSupport, Tool
 
 #: Keyword under which generated tool functions receive the ``Context``.
 CTX = "mcp_ctx__"
@@ -200,6 +203,7 @@ def view_tool(
     permissions: Sequence[str] = (),
     check: Check | None = None,
     task: TaskSupport | None = None,
+    audit: AuditPolicy = REDACTED,
 ) -> ViewTool:
     """Expose a function-based view as a tool.
 
@@ -208,7 +212,9 @@ def view_tool(
     sent as the query string for GET/DELETE and as the body (``form`` or
     ``json``) otherwise. ``output`` (a pydantic-compatible type) parses a JSON
     response into ``structuredContent`` and publishes its ``outputSchema``.
-    ``task`` ("optional"/"required") runs the view as an MCP task (docs/tasks.md).
+    ``task`` ("optional"/"required") runs the view as an MCP task (docs/tasks.md). ``annotations``
+    add to (and override) the hints the HTTP method implies (``default_annotations``).
+    ``audit`` says what the audit log keeps of a call (as for ``@site.tool``).
     """
     method = method.upper()
     sig = inspect.signature(view)
@@ -284,11 +290,12 @@ def view_tool(
         signature=signature,
         title=title,
         description=description,
-        annotations=annotations if annotations is not None else default_annotations(method),
+        annotations={**default_annotations(method), **(annotations or {})},
         scopes=list(scopes),
         permissions=list(permissions),
         check=check,
         task_support=task,
+        audit=audit,
     )
     tool.view, tool.http_method, tool.url_kwargs = view, method, url_kwargs
     return tool
@@ -307,12 +314,18 @@ def default_annotations(method: str) -> dict[str, Any]:
     """Tool hints implied by the HTTP method (a client may show or confirm accordingly)."""
     method = method.upper()
     if method in ("GET", "HEAD", "OPTIONS"):
-        return {"readOnlyHint": True}
+        return {"readOnlyHint": True, "destructiveHint": False}
     if method == "DELETE":
         return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
     if method == "PUT":
         return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
     return {"readOnlyHint": False, "destructiveHint": False}
 
+
+def _view_tools(view: Callable[..., Any], **options: Any) -> list[Tool]:
+    return [view_tool(view, **options)]
+
+
+hooks.tool_makers["view"] = _view_tools
 
 __all__ = ["ViewTool", "build_request", "default_annotations", "error_text", "refuse_or_fail", "view_tool"]

@@ -6,8 +6,8 @@ mounted at ``ENDPOINT`` by ``path("", include("django_mcp.urls_wsgi"))``; and un
 Django's own ASGI handler without Channels: ``mcp_view``, the same as an async view
 (``re_path(r"^mcp/?$", mcp_view)``; it also works under WSGI, through ``async_to_sync``).
 
-It shares everything but the bytes with the Channels consumer: the HTTP checks
-(``transports.checks``), the envelope, session and batch rules (``dispatch``) and the
+It shares everything but the bytes with the Channels consumer: the HTTP request guards
+(``transports.guards``), the envelope, session and batch rules (``dispatch``) and the
 engine. What it does not offer is what needs a stream held open after the response
 (see ``docs/transports.md``): a GET stream (405), ``subscriptions/listen`` (-32601,
 404), server-to-client requests in the handshake era (the engine's -32600 "cannot
@@ -25,21 +25,22 @@ import contextlib
 import threading
 from typing import Any
 
+from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from . import dispatch
+from . import browsable, dispatch
 from .auth.challenge import Challenge
 from .conf import mcp_settings
 from .dispatch import Caller, Rejected
 from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
-from .protocol.versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from .protocol.versions import ALL_REVISIONS, STATELESS_REVISIONS
 from .routing import long_lived
 from .server import MCPServer
 from .sessions import SessionState, store
-from .transports import checks
-from .transports.base import JSON_CT, SSE_CT, HTTPError, challenge_error, sse_event
+from .transports import guards
+from .transports.base import JSON_CT, SSE_CT, HTTPError, sse_event
 
 #: Methods WSGI mode does not offer: they need a stream held open after the response.
 HELD = frozenset({"subscriptions/listen", "resources/subscribe", "resources/unsubscribe"})
@@ -62,7 +63,7 @@ def _headers(request: HttpRequest) -> dict[bytes, bytes]:
 
 
 def _scope(request: HttpRequest, headers: dict[bytes, bytes]) -> dict[str, Any]:
-    """An ASGI-shaped scope for the shared checks and OAuth (Django's own under its ASGI handler)."""
+    """An ASGI-shaped scope for the shared guards and OAuth (Django's own under its ASGI handler)."""
     asgi = getattr(request, "scope", None)
     if isinstance(asgi, dict):
         return dict(asgi)
@@ -71,8 +72,10 @@ def _scope(request: HttpRequest, headers: dict[bytes, bytes]) -> dict[str, Any]:
         port = int(meta.get("SERVER_PORT") or 0)
     except ValueError:
         port = 0
+    protocol = str(meta.get("SERVER_PROTOCOL") or "")
     scope: dict[str, Any] = {
         "type": "http",
+        "http_version": protocol.partition("/")[2] or "1.1",
         "method": request.method,
         "scheme": request.scheme,
         "path": request.path,
@@ -86,8 +89,12 @@ def _scope(request: HttpRequest, headers: dict[bytes, bytes]) -> dict[str, Any]:
     return scope
 
 
-class _Buffer:
-    """The outlet of one call: what it emits before its result, written when the call is over."""
+class BufferedOutlet:
+    """Carries what one call emits before its result (progress, logs), kept in memory.
+
+    WSGI mode cannot stream while the call runs: the view writes them, then the result,
+    once the call is over.
+    """
 
     carries_requests = False  # the client cannot answer a server->client request mid-call
 
@@ -98,8 +105,12 @@ class _Buffer:
         self.messages.append(jsonrpc.dumps(message))
 
 
-class _Exchange:
-    """One HTTP request to the view: its headers, scope, and server."""
+class ViewRequest:
+    """One HTTP request to the view: its headers, ASGI-shaped scope and server.
+
+    Not the engine's ``Exchange`` (one JSON-RPC request in flight): one of these may carry
+    a batch, a notification or no JSON-RPC at all (DELETE).
+    """
 
     def __init__(self, request: HttpRequest, server: MCPServer) -> None:
         self.request = request
@@ -108,19 +119,19 @@ class _Exchange:
         self.scope = _scope(request, self.headers)
 
     def header(self, name: bytes) -> str | None:
-        return checks.header(self.headers, name)
+        return guards.header(self.headers, name)
 
     def caller(self) -> Caller:
         auth = self.scope.get("mcp_auth")
-        return Caller(
-            self.scope.get("user"), auth, auth.client_id if auth is not None else "", self.header(b"accept-language")
-        )
+        transport = "wsgi" if isinstance(self.request, WSGIRequest) else "http"
+        language = self.header(b"accept-language")
+        return Caller.authenticated(self.scope.get("user"), auth, language, self.scope, transport)
 
     def read_body(self) -> bytes:
         limit = mcp_settings.MAX_BODY_SIZE
         body = self.request.read(limit + 1)  # not request.body: DATA_UPLOAD_MAX_MEMORY_SIZE is not ours
         if len(body) > limit:
-            raise checks.too_large()
+            raise guards.too_large()
         return body
 
     async def find_session(self, request_id: Any = None, version: str | None = None) -> SessionState:
@@ -128,7 +139,7 @@ class _Exchange:
 
     # -- answers -------------------------------------------------------------------------------
     def json(
-        self, status: int, payload: Any, session: SessionState | None = None, early: _Buffer | None = None
+        self, status: int, payload: Any, session: SessionState | None = None, early: BufferedOutlet | None = None
     ) -> HttpResponse:
         if early is not None and early.messages:  # notifications first: the response is an SSE stream
             body = b"".join(sse_event(data) for data in [*early.messages, jsonrpc.dumps(payload)])
@@ -142,17 +153,10 @@ class _Exchange:
 
     # -- POST ----------------------------------------------------------------------------------
     async def post(self) -> HttpResponse:
-        checks.check_post(self.headers)
+        guards.check_post(self.headers)
         payload = dispatch.parse(self.read_body())
         version = self.header(b"mcp-protocol-version")
-        modern = version is not None and version.strip() not in HANDSHAKE_REVISIONS
-        looks_stateless = (
-            version is None
-            and self.header(b"mcp-session-id") is None
-            and isinstance(payload, dict)
-            and dispatch.has_envelope(payload.get("params"))
-        )
-        if modern or looks_stateless:
+        if dispatch.is_stateless_post(payload, version, self.header(b"mcp-session-id")):
             return await self.stateless(payload, version)
         return await self.handshake(payload, version)
 
@@ -161,31 +165,22 @@ class _Exchange:
         if incoming is None:
             return _empty(202)
         message, revision, target = incoming
-        early = _Buffer()
+        early = BufferedOutlet()
         response = await self.run(message, None, revision, target, early)
         if response is None:
             return _empty(202)
         return self.json(dispatch.status_for(response), response, early=early)
 
     async def handshake(self, payload: Any, version: str | None) -> HttpResponse:
-        if isinstance(payload, dict) and payload.get("method") == "initialize" and "id" in payload:
-            request = dispatch.classify(payload)
-            assert isinstance(request, jsonrpc.Request)
-            session, response = await dispatch.initialize(self.server, request, self.caller())
-            return self.json(200, response, session)
-        session = await self.find_session(jsonrpc.id_of(payload), version)
-        if isinstance(payload, list):
-            responses = await dispatch.batch(payload, session, lambda r: self.run(r, session, session.revision))
-            return self.json(200, responses, session) if responses else _empty(202)
-        message = dispatch.classify(payload)
-        if isinstance(message, jsonrpc.Request):
-            if message.method == "initialize":
-                raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Session already initialized", request_id=message.id)
-            early = _Buffer()
-            answer = await self.run(message, session, session.revision, outlet=early)
+        post = await dispatch.handshake_post(
+            self.server, payload, version, self.header(b"mcp-session-id"), self.caller(), self.run
+        )
+        session = post.session
+        if post.request is not None:
+            early = BufferedOutlet()
+            answer = await self.run(post.request, session, session.revision, outlet=early)
             return _empty(202) if answer is None else self.json(200, answer, session, early)
-        await dispatch.absorb(message, session, session.revision)
-        return _empty(202)
+        return _empty(202) if post.body is None else self.json(200, post.body, session)
 
     async def run(
         self,
@@ -193,7 +188,7 @@ class _Exchange:
         session: SessionState | None,
         revision: str | None = None,
         target: Any = dispatch.UNSET,
-        outlet: _Buffer | None = None,
+        outlet: BufferedOutlet | None = None,
     ) -> dict[str, Any] | None:
         """One request through the engine; what it emits goes to ``outlet`` (None in a batch: dropped)."""
         if request.method in HELD:
@@ -202,9 +197,6 @@ class _Exchange:
                 f"Method not found: {request.method} needs a held stream, which WSGI mode does not offer",
             )
             return jsonrpc.error_message(request.id, error)
-        if target is dispatch.UNSET:
-            target = self.server.target(request.method, request.params or {})
-        checks.check_scopes(self.scope, self.server, request, target)
         rev = revision or (session.revision if session else ALL_REVISIONS[-1])
         return await dispatch.handle(self.server, request, rev, session, self.caller(), outlet, target)
 
@@ -213,7 +205,7 @@ class _Exchange:
         if self.header(b"mcp-protocol-version") in STATELESS_REVISIONS:
             raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
         session = await self.find_session()
-        await store.end(session.id)
+        await store.end(session.id, self.caller().transport)
         return _empty(200)
 
 
@@ -236,28 +228,33 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
     """The endpoint for ``server`` (default ``django_mcp.site``): what ``mcp_view`` and ``mcp_view_for`` run."""
     token = long_lived.set(False)
     try:
-        exchange = _Exchange(request, server or dispatch.default_site())
+        exchange = ViewRequest(request, server or dispatch.default_site())
         method = request.method or "GET"
+        if browsable.wants_page(method, exchange.headers):  # a browser's GET or form POST
+            return await browsable.page(request, exchange.server)
         try:
-            checks.check_origin(exchange.scope, exchange.headers)
+            guards.check_origin(exchange.scope, exchange.headers)
             if method == "OPTIONS":
                 return _empty(204, ALLOW)
-            await checks.authenticate(exchange.scope, exchange.headers)
+            await guards.authenticate(exchange.scope, exchange.headers)
             if method == "POST":
                 return await exchange.post()
             if method == "DELETE":
                 return await exchange.delete()
             if method == "GET":
-                # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405.
-                raise checks.method_not_allowed("GET (this server offers no SSE stream)", ALLOW)
-            raise checks.method_not_allowed(method, ALLOW)
+                # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405, which
+                # every handshake-era SDK session asks for once; Django would log each as a warning.
+                quiet = _error(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
+                quiet._has_been_logged = True  # type: ignore[attr-defined]  # django.utils.log.log_response's mark
+                return quiet
+            raise guards.method_not_allowed(method, ALLOW)
         except Rejected as exc:
             return _error(exc)
         except Challenge as challenge:
-            return _error(challenge_error(challenge))
+            return _error(dispatch.challenge_rejection(challenge))
         except Exception as exc:
             with contextlib.suppress(Exception):
-                return _error(checks.failure(exc))
+                return _error(guards.failure(exc))
             raise
     finally:
         long_lived.reset(token)

@@ -7,10 +7,12 @@
    static files, ...) and the LICENSE, and nothing from ``tests/``, ``example_project/``,
    ``benchmarks/`` or ``scripts/``; and that the sdist holds the LICENSE, README and ``py.typed``;
 3. installs the wheel with the newest Django into a fresh virtualenv;
-4. for each document (README.md and docs/quickstart.md by default), runs ``django-admin startproject
-   config`` and ``startapp books``, writes the document's file blocks into the project, runs
-   ``makemigrations``, ``migrate`` and ``check``, lists the tools with ``mcp_inspect --format json``
-   and calls each documented tool through the project's ASGI application, in process.
+4. for each document (README.md, docs/quickstart.md and docs/testing.md by default), runs
+   ``django-admin startproject config`` and ``startapp books``, writes the document's file blocks
+   into the project (docs/testing.md's after the quickstart's), runs ``makemigrations``, ``migrate``
+   and ``check``, lists the tools with ``mcp_inspect --format json``, calls each documented tool
+   through the project's ASGI application, in process, and, when the blocks wrote a ``pytest.ini``,
+   installs pytest-django and pytest-asyncio and runs ``pytest`` on the document's tests.
 
 A file block is a fenced ``python`` block whose first line names the file:
 ``# books/mcp.py`` replaces the file, ``# config/settings.py (at the end)`` appends to it.
@@ -37,8 +39,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "django_mcp"
 FORBIDDEN = ("tests/", "example_project/", "benchmarks/", "scripts/", "docs/")
-BLOCK = re.compile(r"^```python\n# (?P<path>[\w./-]+\.(?:py|html|txt))(?P<rest>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S)
-TOOL = re.compile(r"^@site\.tool\b[^\n]*\n(?:async )?def (\w+)\(", re.M)
+BLOCK = re.compile(
+    r"^```(?:python|ini)\n# (?P<path>[\w./-]+\.(?:py|html|txt|ini))(?P<rest>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S
+)
+#: A document whose blocks go into the project another one builds (docs/testing.md tests the quickstart's).
+BUILDS_ON = {"docs/testing.md": "docs/quickstart.md"}
+#: What a document's own test files need (installed into the fresh virtualenv before ``pytest`` runs them).
+TEST_REQUIREMENTS = ("pytest", "pytest-django", "pytest-asyncio")
+#: ``@site.tool...`` (on one line or several, up to the closing ``)`` at the start of a line), then its function.
+TOOL = re.compile(r"^@site\.tool\b(?:\([^\n]*\)|(?:\(\n(?:[^\n]*\n)*?\)))?[^\n]*\n(?:async )?def (\w+)\(", re.M)
 
 # Sent to the project's ASGI application by the driver below (written into the new project).
 DRIVER = r"""
@@ -187,8 +196,10 @@ def check_doc(doc: Path, work: Path, python: Path) -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a throwaway venv: caching bytecode saves seconds per command
     run(bin_dir / "django-admin", "startproject", "config", ".", cwd=project, env=env)
     run(python, "manage.py", "startapp", "books", cwd=project, env=env)
+    (project / "books" / "tests.py").unlink(missing_ok=True)  # startapp's empty one; a document may write its own
     tools: list[str] = []
-    for path, append, body in blocks(doc):
+    docs = [ROOT / BUILDS_ON[rel], doc] if (rel := str(doc.relative_to(ROOT))) in BUILDS_ON else [doc]
+    for path, append, body in [block for source in docs for block in blocks(source)]:
         target = project / path
         target.parent.mkdir(parents=True, exist_ok=True)
         print(f"   {'append to' if append else 'write'} {path} ({body.count(chr(10))} lines) from {doc.name}")
@@ -208,11 +219,15 @@ def check_doc(doc: Path, work: Path, python: Path) -> None:
     print(f"   mcp_inspect: tools {sorted(listed)}")
     (project / "drive_mcp.py").write_text(DRIVER)
     run(python, "drive_mcp.py", *tools, cwd=project, env=env)
+    if (project / "pytest.ini").exists():  # the document's own tests, as a reader runs them
+        uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or "uv"
+        run(uv, "pip", "install", "-q", "--python", python, *TEST_REQUIREMENTS, cwd=project, env=env)
+        run(bin_dir / "pytest", "-q", "-p", "no:cacheprovider", cwd=project, env=env)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("docs", nargs="*", default=["README.md", "docs/quickstart.md"])
+    parser.add_argument("docs", nargs="*", default=["README.md", "docs/quickstart.md", "docs/testing.md"])
     parser.add_argument("--keep", action="store_true", help="keep the work directory and print its path")
     args = parser.parse_args()
     started = time.monotonic()

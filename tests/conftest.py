@@ -8,6 +8,10 @@ the tests that need them skip, except under ``CI=true``, where that fails.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import json
 import os
 import shutil
 import socket
@@ -15,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,9 +29,18 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: What precedes each answer of tests/manage_worker.py on its stdout (its MARKER).
+MANAGE_REPLY = "\x00mcp-manage-reply\x00"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 warnings.filterwarnings("ignore", module="mcp")
+
+# One id per pytest run: set by the controller at import, before xdist starts its workers (they inherit it).
+os.environ.setdefault("MCP_TEST_RUN", uuid.uuid4().hex[:12])
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Servers of parallel workers share the Redis on 6379: each worker's get their own keys (tests/settings.py).
+    os.environ.setdefault("MCP_REDIS_PREFIX", "asgi-" + os.environ["PYTEST_XDIST_WORKER"])
 
 # The mcp_client fixtures (also registered by the installed pytest11 entry point of the same name).
 pytest_plugins = ["django_mcp.pytest_plugin"]
@@ -79,21 +93,74 @@ class LiveServer:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    runner: Any = None  # the manage_worker process, started on first use
+
     def manage(self, *args: str, input: str | None = None) -> str:
-        out = subprocess.run(
-            [sys.executable, "-m", "django", *args],
-            env=self.env,
-            cwd=self.cwd,
-            input=input,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        )
-        return out.stdout
+        """``manage.py <args>`` on this server's project and database: its stdout (CalledProcessError if it fails).
+
+        Run by one long-lived ``tests/manage_worker.py`` per server (a process start costs ~2.5 s of CPU);
+        a command fed ``input``, or ``MCP_TEST_MANAGE_PROCESS=1``, gets a process of its own as before.
+        """
+        if input is not None or os.environ.get("MCP_TEST_MANAGE_PROCESS") == "1":
+            out = subprocess.run(
+                [sys.executable, "-m", "django", *args],
+                env=self.env,
+                cwd=self.cwd,
+                input=input,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            )
+            return out.stdout
+        if self.runner is None or self.runner.poll() is not None:
+            self.runner = subprocess.Popen(
+                [sys.executable, "-u", str(ROOT / "tests" / "manage_worker.py")],
+                env=self.env,
+                cwd=self.cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+        assert self.runner.stdin is not None and self.runner.stdout is not None
+        self.runner.stdin.write(json.dumps({"args": list(args)}) + "\n")
+        self.runner.stdin.flush()
+        for line in self.runner.stdout:
+            if line.startswith(MANAGE_REPLY):
+                reply = json.loads(line[len(MANAGE_REPLY) :])
+                break
+        else:
+            raise RuntimeError(f"manage_worker exited running {args}")
+        if reply["returncode"]:
+            cmd = [sys.executable, "-m", "django", *args]
+            raise subprocess.CalledProcessError(reply["returncode"], cmd, reply["stdout"], reply["stderr"])
+        return str(reply["stdout"])
 
     def stop(self) -> None:
+        if self.runner is not None and self.runner.poll() is None:
+            self.runner.stdin.close()  # type: ignore[union-attr]  # it exits at the end of its input
+            try:
+                self.runner.wait(10)
+            except subprocess.TimeoutExpired:
+                self.runner.kill()
         stop_process(self.process)
+
+
+def clear_cache(alias: str = "default") -> None:
+    """Empty a cache of this test's keys. On Redis only the keys under its ``KEY_PREFIX``: ``cache.clear()``
+    is ``FLUSHDB``, which would take every xdist worker's rate counters and stream events with it."""
+    from django.core.cache import caches
+
+    cache = caches[alias]
+    if type(cache).__module__ != "django.core.cache.backends.redis":
+        cache.clear()
+        return
+    assert cache.key_prefix, "a shared Redis database: give the cache a KEY_PREFIX of its own"
+    client = cache._cache.get_client(write=True)
+    keys = list(client.scan_iter(match=cache.make_key("*"), count=1000))
+    if keys:
+        client.delete(*keys)
 
 
 def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
@@ -107,14 +174,20 @@ def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
             process.wait(5)
 
 
+def _pg_prefix() -> str:
+    """This run's database names: ``MCP_PG_TEST_NAME``, plus the pytest-xdist worker when there is one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + (f"_{worker}" if worker else "")
+
+
 def fresh_pg_database(suffix: str) -> str:
     """A new, empty PostgreSQL database for one live server (never the shared ``test`` one).
 
-    Named after this run's ``MCP_PG_TEST_NAME`` and ``suffix``, so reruns reuse (drop and
-    recreate) the same few names instead of piling up databases.
+    Named after this run's ``MCP_PG_TEST_NAME`` (and xdist worker) and ``suffix``, so reruns
+    reuse (drop and recreate) the same few names instead of piling up databases.
     """
     need_service("PostgreSQL", 5432)
-    name = os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + suffix
+    name = _pg_prefix() + suffix
     _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
     return name
 
@@ -122,6 +195,17 @@ def fresh_pg_database(suffix: str) -> str:
 def drop_pg_database(name: str) -> None:
     """Drop a database ``fresh_pg_database`` made (a later run would drop and recreate it anyway)."""
     _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_migrated(name: str) -> bool:
+    """Whether database ``name`` exists and has been migrated."""
+    import psycopg
+
+    try:
+        with psycopg.connect(f"host=127.0.0.1 user=postgres dbname={name}") as conn:
+            return conn.execute("SELECT to_regclass('django_migrations')").fetchone() not in (None, (None,))
+    except psycopg.OperationalError:  # no such database
+        return False
 
 
 def _pg_admin(*statements: str) -> None:
@@ -146,34 +230,117 @@ def server_env(tmp: Path, db: str | None = None, layer: str | None = None, **ext
     return env
 
 
-#: Migrated SQLite databases of this test run, by the settings and environment they were made with.
-_MIGRATED: dict[tuple[str, ...], Path] = {}
+#: The environment variables (besides ``DJANGO_*``) that change what ``migrate`` makes: the settings' database and
+#: ``INSTALLED_APPS``. The others (rates, timeouts, intervals...) do not, so servers differing only in them share one
+#: migrated copy (a migration costs ~8 s of CPU; keying on every variable made 40 of them a pass). A settings module
+#: whose apps or database depend on another variable must add it here.
+SCHEMA_VARS = frozenset({"MCP_TEST_DB", "MCP_PG_PORT", "MCP_PG_USER", "MCP_DEPLOY", "MCP_DEPLOY_DB"})
 
 
 def migrate_database(env: dict[str, str], cwd: Path = ROOT) -> None:
-    """``manage.py migrate`` for a live server; on SQLite, a copy of an identical earlier run's result.
+    """``manage.py migrate`` for a live server, done once per settings and run: later servers get a copy.
 
-    Migrating takes ~5 s a server; most servers of a run share their settings. The copy is made
-    only where the migration wrote the ``MCP_SQLITE`` file itself (its settings read it) and the
-    server's own file does not exist yet; anything else migrates as usual.
+    Migrating takes ~8 s of CPU; most servers of a run share their settings. The copies are shared by
+    the run's xdist workers (under a file lock: one migrates, the others wait). SQLite: a copy of
+    the migrated file, made only where the migration wrote the ``MCP_SQLITE`` file itself and the
+    server's own file does not exist yet. PostgreSQL on the shared server (5432): the first
+    migration goes to a template database of its own, and each server's database is created
+    from it (a file copy inside PostgreSQL, well under a second). Anything else migrates as usual.
     """
-    target = Path(env["MCP_SQLITE"]) if env.get("MCP_TEST_DB") == "sqlite" and env.get("MCP_SQLITE") else None
     key = (
         str(cwd),
-        *sorted(f"{k}={v}" for k, v in env.items() if k.startswith(("MCP_", "DJANGO_")) and k != "MCP_SQLITE"),
+        *sorted(
+            f"{k}={v}"
+            for k, v in env.items()
+            if k in SCHEMA_VARS or (k.startswith("DJANGO_") and k != "DJANGO_DB_PATH")
+        ),
     )
-    template = _MIGRATED.get(key)
-    if target is not None and template is not None and not target.exists():
-        shutil.copyfile(template, target)
+    digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:12]
+    if env.get("MCP_TEST_DB") == "postgres" and env.get("MCP_PG_PORT", "5432") == "5432" and env.get("MCP_PG_NAME"):
+        _migrate_pg_from_template(env, cwd, digest)
         return
-    fresh = target is not None and not target.exists()
+    target = Path(env["MCP_SQLITE"]) if env.get("MCP_TEST_DB") == "sqlite" and env.get("MCP_SQLITE") else None
+    if target is None or target.exists():
+        _migrate(env, cwd)
+        return
+    template = _shared_dir() / f"{digest}.sqlite3"
+    with _locked(digest):  # one xdist worker migrates; the others wait and copy
+        if template.exists():
+            shutil.copyfile(template, target)
+            return
+        _migrate(env, cwd)
+        if target.exists():  # the settings wrote the MCP_SQLITE file (the example project's do not)
+            shutil.copyfile(target, template.with_suffix(".part"))
+            template.with_suffix(".part").rename(template)
+
+
+def _run_id() -> str:
+    """The same for every xdist worker of one pytest run (the controller sets it before they start)."""
+    return os.environ["MCP_TEST_RUN"]
+
+
+def _shared_dir() -> Path:
+    """Migrated copies shared by this run's workers; the controller removes it at the end (pytest_sessionfinish)."""
+    path = Path(tempfile.gettempdir()) / f"mcp-migrated-{_run_id()}"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def _locked(name: str) -> Iterator[None]:
+    with (_shared_dir() / f"{name}.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _migrate(env: dict[str, str], cwd: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=env, cwd=cwd, check=True, timeout=120
+        [sys.executable, "-m", "django", "migrate", "--noinput", "-v0", "--skip-checks"],
+        env=env,
+        cwd=cwd,
+        check=True,
+        timeout=120,
     )
-    if fresh and target is not None and target.exists():
-        template = Path(tempfile.mkdtemp(prefix="mcp-migrated-")) / "db.sqlite3"
-        shutil.copyfile(target, template)
-        _MIGRATED[key] = template
+
+
+def _template_prefix() -> str:
+    return os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp") + "_tpl_"
+
+
+def _migrate_pg_from_template(env: dict[str, str], cwd: Path, digest: str) -> None:
+    name = env["MCP_PG_NAME"]
+    if _pg_migrated(name):  # a second server on the same database: never wipe what the first one holds
+        _migrate(env, cwd)
+        return
+    template = f"{_template_prefix()}{_run_id()}_{digest}"
+    with _locked(digest):  # one worker migrates the template; clones wait for it, and never run beside it
+        if not _pg_migrated(template):
+            _pg_admin(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)', f'CREATE DATABASE "{template}"')
+            _migrate({**env, "MCP_PG_NAME": template}, cwd)
+        _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller (not an xdist worker) drops this run's template databases and shared copies (only this run's:
+    another pytest run on the same PostgreSQL may be using its own)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    shutil.rmtree(_shared_dir(), ignore_errors=True)
+    if not _reachable(5432):
+        return
+    import psycopg
+
+    try:
+        with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as conn:
+            pattern = (_template_prefix() + _run_id() + "_").replace("_", r"\_") + "%"  # this run's only
+            rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [pattern]).fetchall()
+            for (template,) in rows:
+                conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')  # type: ignore[arg-type]
+    except psycopg.Error:
+        pass
 
 
 def start_server(

@@ -1,6 +1,7 @@
 """Settings for the test suite (a small project separate from example_project)."""
 
 import importlib.util
+import json
 import os
 
 BASE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -22,6 +23,7 @@ INSTALLED_APPS = [
     "tests.promptapp",
     "tests.drfapp",
     "tests.modelapp",
+    "tests.uiapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -65,9 +67,17 @@ if DB == "postgres":
             "CONN_MAX_AGE": float(os.environ.get("MCP_CONN_MAX_AGE", "0")),
             "CONN_HEALTH_CHECKS": os.environ.get("MCP_CONN_HEALTH_CHECKS", "0") == "1",
             "OPTIONS": {"connect_timeout": 5},
+            # MCP_PG_POOL=<max_size>: Django's connection pool, as docs/deployment.md sets it (CONN_MAX_AGE 0).
             "TEST": {"NAME": os.environ.get("MCP_PG_TEST_NAME", "test_django_mcp")},
         }
     }
+    if os.environ.get("MCP_PG_POOL"):  # the guide's database options, read from docs/deployment.md
+        from tests.guide import guide_settings
+
+        guide = guide_settings()["DATABASES"]["default"]
+        DATABASES["default"].update(CONN_MAX_AGE=guide["CONN_MAX_AGE"], CONN_HEALTH_CHECKS=guide["CONN_HEALTH_CHECKS"])
+        DATABASES["default"]["OPTIONS"] = {**guide["OPTIONS"], "pool": {**guide["OPTIONS"]["pool"]}}
+        DATABASES["default"]["OPTIONS"]["pool"]["max_size"] = int(os.environ["MCP_PG_POOL"])
 else:
     DATABASES = {
         "default": {
@@ -80,6 +90,9 @@ else:
     }
 
 LAYER = os.environ.get("MCP_TEST_LAYER", "memory")
+#: Keys of this test run's servers on the shared Redis: pytest-xdist workers each have their own
+#: (tests/conftest.py), so one worker's broadcasts, groups and counters never reach another's servers.
+REDIS_PREFIX = os.environ.get("MCP_REDIS_PREFIX", "asgi")
 if LAYER == "redis":
     CHANNEL_LAYERS = {
         "default": {
@@ -97,6 +110,7 @@ if LAYER == "redis":
                     }
                 ],
                 "group_expiry": int(os.environ.get("MCP_GROUP_EXPIRY", "86400")),
+                "prefix": REDIS_PREFIX,
             },
         }
     }
@@ -104,6 +118,7 @@ if LAYER == "redis":
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": os.environ.get("MCP_REDIS_URL", "redis://127.0.0.1:6379/1"),
+            "KEY_PREFIX": REDIS_PREFIX,
         }
     }
 else:
@@ -130,7 +145,26 @@ DJANGO_MCP = {
     "EVENT_STORE_BROADCAST_MAX_EVENTS": int(os.environ.get("MCP_BROADCAST_MAX_EVENTS", "1000")),
     # The task durability tests (tests/test_tasks_live.py) shorten the heartbeat timeout.
     "TASK_HEARTBEAT_TIMEOUT": float(os.environ.get("MCP_TASK_HEARTBEAT_TIMEOUT", "60")),
+    # Kill switches reload when a change is broadcast; the shared test servers never revalidate on a timer
+    # mid-run (the hot-path tests count every SQL statement). tests/test_switches*.py set their own.
+    "SWITCHES_REVALIDATE_INTERVAL": float(os.environ.get("MCP_SWITCHES_REVALIDATE", "86400")),
+    # tests/test_switches_live.py: a task no worker picks up says so after a second.
+    "TASK_UNCLAIMED_WARNING": float(os.environ.get("MCP_TASK_UNCLAIMED_WARNING", "120")),
+    # Request rates off: every live server of a run is a loopback caller, and with Redis they share one count.
+    # The limits tests (tests/test_rate_limits.py, tests/test_limits_live.py) set their own (JSON).
+    "RATE_LIMITS": json.loads(
+        os.environ.get("MCP_RATE_LIMITS", '{"user": null, "client": null, "tool": null, "anonymous": null}')
+    ),
+    "TASK_LIMITS": json.loads(os.environ.get("MCP_TASK_LIMITS", "{}")),
+    "TOOL_TIMEOUT": float(os.environ.get("MCP_TOOL_TIMEOUT", "300")),
+    # The audit log's background writer (tests/test_audit_live.py lengthens it to see the exit drain).
+    "AUDIT_FLUSH_INTERVAL": float(os.environ.get("MCP_AUDIT_FLUSH_INTERVAL", "0.5")),
 }
+# tests/test_middleware.py: test-only middleware after the built-in ones, in a server of its own.
+if os.environ.get("MCP_TEST_MIDDLEWARE"):
+    from django_mcp.conf import DEFAULT_MIDDLEWARE
+
+    DJANGO_MCP["MIDDLEWARE"] = [*DEFAULT_MIDDLEWARE, *os.environ["MCP_TEST_MIDDLEWARE"].split(",")]
 SILENCED_SYSTEM_CHECKS = ["django_mcp.E009"]
 USE_TZ = True
 STATIC_URL = "/static/"
@@ -139,5 +173,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
-    "loggers": {"django_mcp": {"handlers": ["stderr"], "level": "WARNING"}},
+    "loggers": {
+        "django_mcp": {"handlers": ["stderr"], "level": "WARNING"},
+        # A task's start and end in the worker's log (tool, MCP task id); the call log line when a test asks.
+        "django_mcp.tasks": {"level": "INFO"},
+        "django_mcp.calls": {"level": "INFO" if os.environ.get("MCP_CALL_LOG") else "WARNING"},
+    },
 }

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from django_mcp.protocol import cursor
 from tests.conftest import LiveServer
 
 ACCEPT = "application/json, text/event-stream"
@@ -196,6 +197,14 @@ def test_bad_cursor(raw: Raw) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "garbage!"}}, raw.session_headers(sid)
     )
     assert error_of(r)["code"] == -32602
+    # tasks/list of a tasks-capable session: a garbage cursor, and a well-formed one naming a huge offset, are
+    # -32602 (the offset was once a -32603 and a logged traceback), through the server as through the test client.
+    tasks = raw.initialize(capabilities={"tasks": {}})
+    for bad in ("garbage!", cursor.encode(10**30, "tasks")):
+        r = raw.post(
+            {"jsonrpc": "2.0", "id": 2, "method": "tasks/list", "params": {"cursor": bad}}, raw.session_headers(tasks)
+        )
+        assert r.status_code == 200 and error_of(r)["code"] == -32602, (bad, r.text)
 
 
 # -- HTTP level --------------------------------------------------------------------------------------

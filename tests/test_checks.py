@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_type_hints
 
 import pytest
 from django.test import override_settings
+from pydantic import TypeAdapter
 
 from django_mcp import MCPServer
-from django_mcp.checks import check_runserver, check_settings, check_tools, tool_warnings
+from django_mcp.checks import (
+    check_runserver,
+    check_settings,
+    check_telemetry,
+    check_tools,
+    host_directory_warnings,
+    tool_warnings,
+)
 from django_mcp.conf import DEFAULTS, SETTINGS, DjangoMCPSettings, MCPSettings
 from tests.conftest import ROOT, server_env
 
@@ -117,6 +126,7 @@ BAD: dict[str, list[Any]] = {
     "REQUIRE_AUDIENCE": [None],
     "MAX_BATCH_SIZE": ["100", 0],
     "SHUTDOWN_GRACE": ["20", -1],
+    "SHUTDOWN_QUIET": ["5", -0.5],
     "SESSION_CACHE_SIZE": [1e4, 0],
     "SESSION_CACHE_MAX_AGE": [None, 0],
     "SESSION_RETENTION": ["1d", -1],
@@ -144,6 +154,27 @@ BAD: dict[str, list[Any]] = {
     "TASK_POLL_INTERVAL_MS": [0, True],
     "TASK_HEARTBEAT_TIMEOUT": [0, "60"],
     "TASK_MAX_ATTEMPTS": [0, None],
+    "MIDDLEWARE": ["tests.middlewares.Recorder", [5], ["nodots"], ["tests.no_such_module.Middleware"]],
+    "TELEMETRY": ["yes", 1],
+    "TELEMETRY_RESOURCE_SPAN_NAMES": [None],
+    "TELEMETRY_TOOL_CONTENT": ["False", 0],
+    "SWITCHES_REVALIDATE_INTERVAL": ["10", 0, -1],
+    "REQUIRE_ACCESS_RULES": ["yes", 1, None],
+    "TASK_UNCLAIMED_WARNING": [None, 0, "2m"],
+    "RATE_LIMITS": ["600/minute", {"users": "1/second"}, {"user": "often"}, {"user": 600}, {"tool": "0/minute"}],
+    "RATE_LIMIT_CACHE": [None, "", "nope"],
+    "TASK_LIMITS": [20, {"active": 20}, {"active_per_user": 0}, {"active_per_user": "20"}, {"created_per_user": 5}],
+    "TOOL_TIMEOUT": ["30", 0, -1, True],
+    "TASK_TIMEOUT": ["1h", 0],
+    "MAX_RESULT_BYTES": [4.0, 0, "4MB"],
+    "AUDIT_LOG": ["yes", 1],
+    "AUDIT_RETENTION": ["30d", 0, -1],
+    "AUDIT_FLUSH_INTERVAL": [None, 0],
+    "AUDIT_BATCH_SIZE": [500.0, 0],
+    "AUDIT_BUFFER_SIZE": ["10000", 0],
+    "AUDIT_SENSITIVE_KEYS": [None, "", "(unclosed", ["TOKEN"]],
+    "SERVER_CARD": [None, "on", {"tools": []}],
+    "BROWSABLE_ENDPOINT": [True, "everyone", None],
 }
 
 #: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).
@@ -158,18 +189,48 @@ GOOD: dict[str, list[Any]] = {
     "EXCEPTION_HANDLER": [lambda exc, *, tool: None, "django_mcp.exceptions.exception_handler"],
     "SCOPES": [{"mcp": "Connect", "books:read": "Read books"}],
     "SHUTDOWN_GRACE": [0],
+    "SHUTDOWN_QUIET": [0, 4.5],
     "ACCEPTED_AUDIENCES": [["https://mcp.example.com/mcp/"], ("https://other.example/mcp",)],
     "REGISTRATION_RATE_LIMIT": [None, (5, 60), [10000, 3600]],
+    "MIDDLEWARE": [[], ["tests.middlewares.Recorder", "tests.middlewares.SyncStamp"]],
+    "TELEMETRY": [True],
+    "TELEMETRY_RESOURCE_SPAN_NAMES": [True],
+    "TELEMETRY_TOOL_CONTENT": [True],
+    "SWITCHES_REVALIDATE_INTERVAL": [0.5, 60],
+    "REQUIRE_ACCESS_RULES": [True],
+    "TASK_UNCLAIMED_WARNING": [1, 0.5],
+    "RATE_LIMITS": [{}, {"user": None}, {"client": "10 per second; 1000/hour", "tool": "5/2 minutes"}],
+    "TASK_LIMITS": [{}, {"active_per_user": None, "created_per_client": "30/hour"}],
+    "TOOL_TIMEOUT": [None, 0.5, 30],
+    "TASK_TIMEOUT": [3600, 1.5],
+    "MAX_RESULT_BYTES": [None, 1024],
+    "AUDIT_LOG": [False],
+    "AUDIT_RETENTION": [3600, 0.5],
+    "AUDIT_FLUSH_INTERVAL": [2, 0.05],
+    "AUDIT_SENSITIVE_KEYS": ["password|token", r"^(ssn|iban)$"],
+    "SERVER_CARD": [False, {}, {"name": "com.example/library", "description": "Books", "icons": []}],
+    "BROWSABLE_ENDPOINT": [False, "superuser"],
 }
 
 CASES = [(key, value) for key, values in BAD.items() for value in values]
 
 
 def test_every_setting_is_typed_and_checked() -> None:
-    """DEFAULTS, the check table, the TypedDict and mcp_settings' annotations name the same keys."""
+    """SETTINGS declares each key once; the TypedDict and mcp_settings' annotations (for mypy) agree with it.
+
+    Same keys, same types (EXCEPTION_HANDLER is also a dotted path in the dict), and every
+    default has the declared type and passes its own check.
+    """
     assert list(SETTINGS) == list(DEFAULTS)
-    assert set(DjangoMCPSettings.__annotations__) == set(DEFAULTS)
-    assert set(MCPSettings.__annotations__) == set(DEFAULTS)
+    typed = get_type_hints(DjangoMCPSettings)
+    attributes = get_type_hints(MCPSettings)
+    assert list(typed) == list(SETTINGS)
+    assert list(attributes) == list(SETTINGS)
+    differ = {key for key in SETTINGS if typed[key] != attributes[key]}
+    assert differ == {"EXCEPTION_HANDLER"}, differ
+    for key, default in DEFAULTS.items():  # one key at a time: pydantic wants typing_extensions' TypedDict
+        TypeAdapter(typed[key]).validate_python(default, strict=True)
+    assert {key: spec.problem(spec.default) for key, spec in SETTINGS.items() if spec.problem(spec.default)} == {}
     assert set(BAD) == set(DEFAULTS), "every key needs a refused value in BAD"
 
 
@@ -216,6 +277,39 @@ def test_wrong_alias_type_skips_the_alias_checks() -> None:
     assert ids(DJANGO_MCP={"ENDPOINT": 5}) == {"django_mcp.E105"}
 
 
+def telemetry_errors(**mcp: Any) -> list[Any]:
+    from django.conf import settings
+
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, **mcp}):
+        return list(check_telemetry())
+
+
+def telemetry_ids(**mcp: Any) -> set[str]:
+    return {e.id for e in telemetry_errors(**mcp)}
+
+
+def test_e186_telemetry_without_opentelemetry(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_mcp import operations
+    from django_mcp.operations import telemetry
+
+    assert telemetry_ids(TELEMETRY=True) == set()  # installed here (the dev extra)
+    # As without the otel extra: importing opentelemetry fails.
+    monkeypatch.setattr(telemetry, "_instruments", None)
+    monkeypatch.delattr(operations, "otel", raising=False)
+    monkeypatch.delitem(sys.modules, "django_mcp.operations.otel", raising=False)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    assert telemetry_ids(TELEMETRY=True) == {"django_mcp.E186"}
+    assert telemetry_ids(TELEMETRY=False) == set()  # off: nothing to import
+    (error,) = telemetry_errors(TELEMETRY=True)
+    assert "django-mcp-toolkit[otel]" in error.hint
+
+
+def test_e189_telemetry_without_its_middleware() -> None:
+    assert telemetry_ids(TELEMETRY=True, MIDDLEWARE=["tests.middlewares.Recorder"]) == {"django_mcp.E189"}
+    assert telemetry_ids(TELEMETRY=True, MIDDLEWARE=["tests.middlewares.TelemetrySubclass"]) == set()
+    assert telemetry_ids(TELEMETRY=False, MIDDLEWARE=[]) == set()
+
+
 def test_e140_unknown_registration_cache() -> None:
     (error,) = messages(DJANGO_MCP={"REGISTRATION_RATE_CACHE": "nope"})
     assert error.id == "django_mcp.E140" and "'nope'" in error.msg and "CACHES has 'default'" in error.hint
@@ -258,6 +352,8 @@ def test_w003_quiet_outside_development_or_without_asgi() -> None:
     assert runserver_ids(DEBUG=True) == set(), "the test project lists daphne first"
     assert runserver_ids(DEBUG=False, INSTALLED_APPS=without) == set(), "a deployment runs an ASGI server"
     assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ASGI_APPLICATION=None) == set(), "stdio only (W002)"
+    # WSGI mode: the URLconf routes /mcp/ to django_mcp.views, which Django's own runserver serves.
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ROOT_URLCONF="tests.urls_wsgi") == set()
 
 
 # -- W004: every tool has a title and says whether it is read-only or destructive ---------------------------
@@ -286,8 +382,73 @@ def test_w004_tool_without_title_or_hints() -> None:
     assert all(w.id == "django_mcp.W004" and w.level == 30 for w in found.values())
     assert "no title and no readOnlyHint or destructiveHint" in found["bare"].msg
     assert "no title" not in found["titled_only"].msg and "no title" in found["hinted_only"].msg
-    assert '@site.tool(title="Bare", annotations={"readOnlyHint": True})' in found["bare"].hint
+    assert '@site.tool(title="Bare", annotations={"readOnlyHint": True, "destructiveHint": False' in found["bare"].hint
     assert found["bare"].obj == "MCP server 'w004'"
+
+
+def test_w040_to_w043_what_host_directories_ask() -> None:
+    server = MCPServer("hosts")
+    full = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+
+    @server.tool(title="Fine", annotations=full)
+    def fine() -> None:
+        """Described and fully hinted."""
+
+    @server.tool(title="Undescribed", annotations=full)
+    def undescribed() -> None: ...
+
+    @server.tool(name="x" * 65, title="Long", annotations=full)
+    def too_long() -> None:
+        """Named past 64 characters."""
+
+    @server.tool(name="has.dot", title="Dotted", annotations=full)
+    def dotted() -> None:
+        """A dot in its name."""
+
+    @server.tool(title="Half", annotations={"readOnlyHint": True})
+    def half() -> None:
+        """No destructiveHint nor openWorldHint."""
+
+    @server.tool(title="Both ways", annotations={"readOnlyHint": True, "destructiveHint": True, "openWorldHint": False})
+    def contradicts() -> None:
+        """Reads only and destroys."""
+
+    @server.tool(title="Manage", annotations={"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False})
+    def manage(action: Literal["list", "delete"]) -> None:
+        """One tool for reading and deleting."""
+
+    @server.tool
+    def bare() -> None: ...
+
+    found = [(w.id, w.msg.split("'")[1]) for w in host_directory_warnings(server)]
+    assert sorted(found) == sorted(
+        [
+            ("django_mcp.W040", "undescribed"),
+            ("django_mcp.W040", "bare"),
+            ("django_mcp.W041", "x" * 65),
+            ("django_mcp.W041", "has.dot"),
+            ("django_mcp.W042", "half"),  # bare gets W004 for its hints, not W042 too
+            ("django_mcp.W043", "contradicts"),
+            ("django_mcp.W043", "manage"),
+        ]
+    )
+    (mixed,) = [w for w in host_directory_warnings(server) if w.msg.startswith("Tool 'manage'")]
+    assert "'action' argument (delete, list)" in mixed.msg
+    (half_warning,) = [w for w in host_directory_warnings(server) if w.id == "django_mcp.W042"]
+    assert "destructiveHint, openWorldHint" in half_warning.msg
+
+
+def test_the_example_project_passes_the_host_directory_checks() -> None:
+    """``manage.py check --tag mcp_hosts --fail-level WARNING`` in example_project: no warning."""
+    out = subprocess.run(
+        [sys.executable, "manage.py", "check", "--tag", "mcp_hosts", "--fail-level", "WARNING"],
+        cwd=ROOT / "example_project",
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "example_project.settings", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0 and "no issues" in out.stdout, out.stdout + out.stderr
 
 
 def test_w004_runs_on_the_site_after_autodiscovery() -> None:

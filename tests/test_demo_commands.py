@@ -14,6 +14,10 @@ from typing import Any
 
 import pytest
 
+#: The example project knows only SQLite (its settings): the pg-redis pass would run the same again.
+pytestmark = pytest.mark.own_config
+
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 

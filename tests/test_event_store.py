@@ -3,18 +3,19 @@ numbering, replay positions and the per-session / per-stream / broadcast caps.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
-from django.core.cache import caches
 from django.test import override_settings
 
 from django_mcp.events import REPLAYABLE, events, get_event_id, parse_event_id, parse_get_event_id
+from tests.conftest import clear_cache
 
 
 @pytest.fixture(autouse=True)
 def small_caps() -> Iterator[None]:
-    caches["default"].clear()
+    clear_cache()
     limits = {
         "EVENT_STORE_SESSION_MAX_EVENTS": 10,
         "EVENT_STORE_BROADCAST_MAX_EVENTS": 5,
@@ -22,7 +23,7 @@ def small_caps() -> Iterator[None]:
     }
     with override_settings(DJANGO_MCP=limits):
         yield
-    caches["default"].clear()
+    clear_cache()
 
 
 def test_get_event_ids_carry_both_positions() -> None:
@@ -36,20 +37,39 @@ def test_get_event_ids_carry_both_positions() -> None:
 
 def test_session_log_numbers_per_session_and_keeps_the_newest() -> None:
     numbers = [events.append_session_sync("s1", f'{{"n":{i}}}'.encode()) for i in range(25)]
-    assert numbers == list(range(1, 26))
-    assert events.append_session_sync("s2", b"{}") == 1  # another session counts on its own
+    o = numbers[0] - 1  # a counter starts at its origin (now, in microseconds), then counts one by one
+    assert numbers == list(range(o + 1, o + 26))
+    other = events.append_session_sync("s2", b"{}")  # another session counts on its own
+    assert other > o and other not in numbers[1:]
     kept = events.session_after_sync("s1", 0)
-    assert [n for n, _ts, _d in kept] == list(range(16, 26))  # the cap: 10
-    assert [n for n, _ts, _d in events.session_after_sync("s1", 22)] == [23, 24, 25]
-    assert events.session_after_sync("s1", 20, upto=21)[0][2] == b'{"n":20}'
+    assert [n for n, _ts, _d in kept] == list(range(o + 16, o + 26))  # the cap: 10
+    assert [n for n, _ts, _d in events.session_after_sync("s1", o + 22)] == [o + 23, o + 24, o + 25]
+    assert events.session_after_sync("s1", o + 20, upto=o + 21)[0][2] == b'{"n":20}'
 
 
 def test_broadcast_log_stores_only_replayable_kinds_and_caps() -> None:
     assert "bseq" not in events.stamp_broadcast_sync({"kind": "session_ended", "session": "x"})
     stamped = [events.stamp_broadcast_sync({"kind": "list_changed", "list": "tools"}) for _ in range(8)]
-    assert [p["bseq"] for p in stamped] == list(range(1, 9)) and "list_changed" in REPLAYABLE
-    assert [n for n, _ts, _p in events.broadcasts_after_sync(0)] == [4, 5, 6, 7, 8]  # the cap: 5
-    assert events.broadcast_position_sync() == 8
+    o = stamped[0]["bseq"] - 1
+    assert [p["bseq"] for p in stamped] == list(range(o + 1, o + 9)) and "list_changed" in REPLAYABLE
+    assert [n for n, _ts, _p in events.broadcasts_after_sync(0)] == [o + 4, o + 5, o + 6, o + 7, o + 8]  # cap: 5
+    assert events.broadcast_position_sync() == o + 8
+
+
+def test_counters_lost_with_the_store_start_above_every_number_given() -> None:
+    """A store that lost its keys (Redis restarted without persistence) numbers on above what streams saw:
+    a GET stream that has seen those numbers takes the new events as new instead of dropping them."""
+    s_before, b_before = events.positions_sync("s1")
+    seen_s = [events.append_session_sync("s1", b"{}") for _ in range(50)][-1]
+    seen_b = [events.stamp_broadcast_sync({"kind": "list_changed", "list": "tools"}) for _ in range(50)][-1]["bseq"]
+    assert seen_s == s_before + 50 and seen_b == b_before + 50  # a new stream's position: the next event follows
+    time.sleep(0.001)  # numbers are microseconds: a store hands out fewer than one a microsecond
+    clear_cache()  # the restart (of this run's keys)
+    after_s, after_b = events.positions_sync("s1")
+    assert after_s >= seen_s and after_b >= seen_b
+    assert events.append_session_sync("s1", b"{}") > seen_s
+    assert events.stamp_broadcast_sync({"kind": "list_changed", "list": "tools"})["bseq"] > seen_b
+    assert [n for n, _ts, _p in events.broadcasts_after_sync(seen_b)] == [after_b + 1]  # replayed as new
 
 
 def test_post_stream_cap_and_lease() -> None:

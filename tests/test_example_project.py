@@ -14,6 +14,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -27,8 +29,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import start_task_worker
+from tests.conftest import ROOT, start_task_worker
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
+from tests.test_browser_oauth import need_chromium
+from tests.test_ui_browser import host_page
+from tests.uihost.serve import build as build_host
+
+#: The example project knows only SQLite (its settings): the pg-redis pass would run the same again.
+pytestmark = pytest.mark.own_config
 
 USERS = """
 from django.contrib.auth.models import Permission, User
@@ -57,7 +65,8 @@ for user, app in {callers!r}.items():
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[OAuthServer, dict[str, str]]]:
     tmp = tmp_path_factory.mktemp("example")
-    server = start_example_server(tmp)
+    host = build_host(tmp / "host")  # the test host page of MCP Apps, served beside the project
+    server = start_example_server(tmp, app="tests.uihost.example_asgi:application", MCP_UI_HOST_DIR=str(host))
     try:
         server.live.manage("loaddata", "demo")
         server.shell(USERS)
@@ -199,6 +208,7 @@ async def test_loan_resources(example: tuple[OAuthServer, dict[str, str]]) -> No
 #: 250 more books: with the demo's 11, the export takes three chunks of EXPORT_CHUNK (100) books.
 MORE_BOOKS = """
 from library.models import Author, Book
+
 author = Author.objects.create(name="Anonymous Exporter")
 Book.objects.bulk_create(
     Book(title=f"Volume {i:03}", author=author, isbn=f"{9790000000000 + i}", published=1900 + i % 100)
@@ -263,3 +273,36 @@ def test_export_catalogue_runs_as_a_task(example: tuple[OAuthServer, dict[str, s
     assert len(rows) == 261 and len({row["isbn"] for row in rows}) == 261
     assert [int(row["id"]) for row in rows] == sorted(int(row["id"]) for row in rows)
     assert "Traceback" not in worker.log.read_text(errors="replace")
+
+
+async def test_the_book_card_app_in_a_host(example: tuple[OAuthServer, dict[str, str]], tmp_path: Path) -> None:
+    """The library's MCP App (book_details, lend_book and return_book with ``ui=``), as a host shows it to reader:
+    the card drawn by library/ui/book_card.html, Borrow (reader holds library.add_loan), the loan card, Return.
+
+    The screenshot goes under the test's tmp dir, and to docs/img/mcp-app.png with ``MCP_DOCS_SCREENSHOTS=1``.
+    """
+    need_chromium()
+    server, tokens = example
+    async with host_page(server.live, token=tokens["reader"]) as page:
+        before = (await page.evaluate("host.call('book_details', {book_id: 8})"))["structuredContent"]
+        copies = before["available_copies"]
+        assert copies >= 1, before
+        await page.evaluate("host.show('book_details', {book_id: 8})")
+        app = page.frame_locator("#app-book_details").frame_locator("iframe")
+        await app.locator(".card .title", has_text="The Hound of the Baskervilles").wait_for()
+        assert await app.locator(".copies").inner_text() == f"{copies} cop{'y' if copies == 1 else 'ies'} on the shelf"
+        shot = tmp_path / "mcp-app.png"
+        await page.locator("#apps").screenshot(path=str(shot))
+        if os.environ.get("MCP_DOCS_SCREENSHOTS") == "1":
+            shutil.copy(shot, ROOT / "docs" / "img" / "mcp-app.png")
+        await app.locator("button.primary", has_text="Borrow").click()  # lend_book, through the host
+        await app.locator(".status", has_text="Lent to").wait_for()
+        await page.locator("#apps").screenshot(path=str(tmp_path / "mcp-app-lent.png"))
+        lent = (await page.evaluate("host.call('book_details', {book_id: 8})"))["structuredContent"]
+        assert lent["available_copies"] == copies - 1
+        assert len(lent["active_loans"]) == len(before["active_loans"]) + 1
+        await app.locator("button", has_text="Return it").click()  # return_book
+        await app.locator(".status", has_text="Returned on").wait_for()
+        await app.locator("button", has_text="Back to the book").click()  # book_details again
+        await app.locator(".title", has_text="The Hound of the Baskervilles").wait_for()
+        assert (await page.evaluate("host.call('book_details', {book_id: 8})"))["structuredContent"] == before

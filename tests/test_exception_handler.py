@@ -1,4 +1,4 @@
-"""``EXCEPTION_HANDLER(exc, context)``: the handler learns who called which tool (in process, through the engine).
+"""``EXCEPTION_HANDLER(exc, context)``: the handler learns who called which tool (in process, through the one door).
 
 Also ``Context``'s request-level API (``auth``, ``client_id``, ``server``, ``read_resource``).
 """
@@ -13,13 +13,15 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 
-from django_mcp import Context
+from django_mcp import Context, dispatch
 from django_mcp.auth.bearer import AuthInfo
-from django_mcp.engine import engine
 from django_mcp.exceptions import InputRequired, exception_handler, is_legacy_handler
 from django_mcp.protocol.jsonrpc import Request
 from django_mcp.server import MCPServer
 from django_mcp.sessions import SessionState
+
+# The calls pass the kill switches middleware, which reads its switches from the database on first use.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 server = MCPServer("exceptions")
 seen: list[tuple[BaseException, dict[str, Any]]] = []
@@ -104,7 +106,8 @@ async def _call(
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
         }
     request = Request(request_id, "tools/call", params)
-    got = await engine.handle_request(server, request, revision, session, user, None, auth=auth)
+    caller = dispatch.Caller(user, auth, auth.client_id if auth is not None else "")
+    got = await dispatch.handle(server, request, revision, session, caller)
     assert got is not None
     return got
 

@@ -232,3 +232,22 @@ def test_admin_pages_with_tokens_hashed_at_rest(admin_client: Client, reader: An
         r = admin_client.get(url)
         assert r.status_code == 200, url
         assert b"raw-bearer-value" not in r.content
+
+
+def test_a_registration_access_token_is_no_active_token(admin_client: Client, reader: Any) -> None:
+    """DCR gives a client a registration access token (RFC 7592, expiring in 9999): it manages the
+    registration and opens no MCP request, so the changelist counts it out and the detail page names it."""
+    from oauth2_provider.settings import oauth2_settings
+
+    app = make_app("Claude", "dcr")
+    registration = AccessToken(
+        application=app, scope=oauth2_settings.DCR_REGISTRATION_SCOPE, expires=timezone.now() + timedelta(days=3650)
+    )
+    set_token_value(registration, "reg-token")
+    registration.save()
+    make_token(app, reader, "tok-access")
+    rows = {row.client_id: row for row in admin_client.get(reverse(CHANGELIST)).context["cl"].result_list}
+    assert rows[app.client_id]._tokens == 1  # the access token only
+    client = MCPClient.objects.get(client_id=app.client_id)
+    html = admin_client.get(reverse("admin:django_mcp_mcpclient_change", args=[client.pk])).content.decode()
+    assert "registration access token (RFC 7592)" in html and "expires never" in html

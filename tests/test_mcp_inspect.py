@@ -48,6 +48,10 @@ def test_table(users_server: LiveServer) -> None:
     assert "DRF permission classes" in row and "Replace one item" in row
     assert any(line.startswith("purge_items ") and "perm:drfapp.delete_item" in line for line in lines)
     assert any(line.startswith("audit_items ") and "focus" in line for line in lines)
+    header = next(line for line in lines if line.startswith("NAME ") and "TASK" in line)
+    column = header.index("TASK")
+    sleep = next(line for line in lines if line.startswith("task_sleep "))
+    assert sleep[column:].startswith("optional") and row[column:].startswith("-")  # the task mode of each tool
     bob = users_server.manage("mcp_inspect", "--user", "bob")
     assert "purge_items" not in bob and "item_stats" not in bob and "item_list" in bob
 

@@ -62,6 +62,8 @@ def test_expires_and_refresh(alice: Any) -> None:
     assert 1790 < (token.expires - timezone.now()).total_seconds() <= 1800
     refresh = get_refresh_token_model().objects.get(access_token=token)
     assert refresh.user == alice and out["refresh_token"]
+    # A family, as DOT gives its own: reuse protection revokes by it, and MCP tasks follow a refresh by it.
+    assert refresh.token_family is not None
 
 
 def test_named_application(alice: Any) -> None:

@@ -419,6 +419,7 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.mark.postgres
 @pytest.mark.redis
+@pytest.mark.own_config
 async def test_model_changes_reach_subscribers_on_another_worker(workers: Any) -> None:
     a, b, pks = workers
     uri = doc(pks["a1"])

@@ -62,7 +62,7 @@ def test_e033_malformed_scopes_setting() -> None:
 
 
 def test_e034_urls_not_included() -> None:
-    assert ids(ROOT_URLCONF="tests.urls") == ["django_mcp.E034"]
+    assert ids(ROOT_URLCONF="tests.urls_without_mcp") == ["django_mcp.E034"]
 
 
 def test_w030_foreign_scopes_backend() -> None:

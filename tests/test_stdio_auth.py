@@ -165,8 +165,9 @@ async def test_token_limits_to_its_scopes(env: dict[str, str], mode: str) -> Non
         async with Client(params(env, token=narrow), mode=mode, read_timeout_seconds=30) as client:  # type: ignore[arg-type]
             assert await text(client, "whoami") == "alice"
             assert await tool_names(client) == {"whoami"}, "a tool outside the token's scopes is invisible"
-            with pytest.raises(MCPError, match="Unknown tool: secret"):
+            with pytest.raises(MCPError, match="lacks the scope") as refused:  # the door's refusal, as over HTTP
                 await client.call_tool("secret", {})
+            assert refused.value.error.data == {"error": "insufficient_scope"}
         async with Client(params(env, token=wide), mode=mode, read_timeout_seconds=30) as client:  # type: ignore[arg-type]
             assert await tool_names(client) == {"whoami", "secret"}
             assert await text(client, "secret") == "the secret"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
@@ -98,7 +99,9 @@ def staff_client(username: str, *codenames: str, superuser: bool = False) -> Cli
 
 
 def detail(task: MCPTask) -> str:
-    return reverse("admin:django_mcp_mcptask_change", args=[task.pk])
+    # Quoted as the admin quotes its own links: a task id may hold "_" and then two hex digits, which the
+    # admin's unquote() would read as an escape (the page then redirects: no such task).
+    return reverse("admin:django_mcp_mcptask_change", args=[quote(task.pk)])
 
 
 def get(client: Client, url: str) -> str:

@@ -213,6 +213,40 @@ def test_handshake_cancel(live: LiveServer, tmp_path: Path, clean_logs: None) ->
     assert not marker.exists()
 
 
+def listed(session: Session) -> list[str]:
+    return [t["taskId"] for t in session.result("tasks/list")["tasks"]]
+
+
+def test_anonymous_tasks_belong_to_their_session(live: LiveServer, clean_logs: None) -> None:
+    """AUTH = "none": an anonymous caller's task is its session's; no other anonymous caller reaches it.
+
+    A 2026-07-28 anonymous task has no session to belong to: its unguessable id is the only handle,
+    and no session lists or reaches it.
+    """
+    mine, other = Session(live.url), Session(live.url)
+    task_id = mine.start("task_ask")["taskId"]  # waits for its creator's answer: it stays reachable
+    assert task_id not in listed(other)
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        assert other.error(method, {"taskId": task_id})["code"] == -32602, method
+    stateless = Modern(live.url)
+    answer = {"name": {"action": "accept", "content": {"name": "Mallory"}}}
+    assert stateless.error("tasks/get", {"taskId": task_id})["code"] == -32602
+    assert stateless.error("tasks/update", {"taskId": task_id, "inputResponses": answer})["code"] == -32602
+    assert stateless.error("tasks/cancel", {"taskId": task_id})["code"] == -32602
+    # Nothing they tried reached it; its own session lists it, and answers and reads it to the end.
+    assert task_id in listed(mine)
+    assert mine.result("tasks/get", {"taskId": task_id})["status"] in ("working", "input_required")
+    result = mine.result(
+        "tasks/result", {"taskId": task_id}, answer=lambda _: {"action": "accept", "content": {"name": "Ann"}}
+    )
+    assert text(result) == "Hello, Ann!"
+    # A stateless anonymous task: its id reaches it; no session does.
+    loose = stateless.start("task_sleep", seconds=0)
+    assert loose not in listed(mine) and loose not in listed(other)
+    assert mine.error("tasks/get", {"taskId": loose})["code"] == -32602
+    assert stateless.wait(loose)["status"] == "completed"
+
+
 def test_handshake_required_tool_without_task(live: LiveServer, clean_logs: None) -> None:
     session = Session(live.url)
     assert session.error("tools/call", {"name": "task_only", "arguments": {}})["code"] == -32601
@@ -270,3 +304,22 @@ def test_e038_required_task_tool_on_immediate_backend() -> None:
     errors = [e for e in found if e.id == "django_mcp.E038"]
     assert errors and "'task_only'" in errors[0].msg, found
     assert not [e for e in check_tasks() if e.id in ("django_mcp.E037", "django_mcp.E038")]
+
+
+def test_the_frameworks_line_about_a_run_says_how_the_mcp_task_ended(caplog: pytest.LogCaptureFixture) -> None:
+    """db_worker's ``state=SUCCESSFUL`` line for a cancelled MCP task names the MCP outcome (jobs.FrameworkNote)."""
+    import logging
+
+    from django_mcp.tasks.jobs import framework_note
+
+    path = "django_mcp.tasks.jobs.run_tool_call"
+    for name in ("django_tasks", "django.tasks"):  # the backport's logger, Django 6's
+        framework_note.remember("fw-1", "task abc: slow was stopped")
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger=name):
+            logging.getLogger(name).info("Task id=%s path=%s state=%s", "fw-1", path, "SUCCESSFUL")
+            logging.getLogger(name).info("Task id=%s path=%s state=%s", "fw-2", "app.tasks.mail", "SUCCESSFUL")
+        assert caplog.messages == [
+            f"Task id=fw-1 path={path} state=SUCCESSFUL (MCP task abc: slow was stopped)",
+            "Task id=fw-2 path=app.tasks.mail state=SUCCESSFUL",  # someone else's task: untouched
+        ]

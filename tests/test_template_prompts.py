@@ -116,6 +116,7 @@ async def error_of(coro: Any) -> MCPError:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_form_fields_become_arguments(live: Live, mode: str) -> None:
     async with connect(live, mode) as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
@@ -139,6 +140,7 @@ async def test_form_fields_become_arguments(live: Live, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_message_blocks_give_several_messages(live: Live, mode: str) -> None:
     async with connect(live, mode) as client:
         result = await client.get_prompt("review_book", {"book": "Dune", "tone": "critical", "words": "300"})
@@ -157,6 +159,7 @@ async def test_message_blocks_give_several_messages(live: Live, mode: str) -> No
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_plain_template_is_one_unescaped_user_message(live: Live, mode: str) -> None:
     text = '<b>"Tom & Jerry"</b> isn\'t <script>'
     async with connect(live, mode) as client:
@@ -168,6 +171,7 @@ async def test_plain_template_is_one_unescaped_user_message(live: Live, mode: st
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_embedded_resource_and_images(live: Live, mode: str) -> None:
     async with connect(live, mode) as client:
         result = await client.get_prompt("embed_note", {"slug": "welcome"})
@@ -201,6 +205,7 @@ async def test_embedded_resource_and_images(live: Live, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_form_errors_are_invalid_params(live: Live, mode: str) -> None:
     async with connect(live, mode) as client:
         err = await error_of(client.get_prompt("review_book", {"tone": "angry", "words": "many", "club": "Nope"}))
@@ -234,6 +239,7 @@ async def test_form_errors_are_invalid_params(live: Live, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_rendered_in_the_callers_language(live: Live, mode: str) -> None:
     async with connect(live, mode, language="fr-FR,fr;q=0.9,en;q=0.5") as client:
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
@@ -269,6 +275,7 @@ async def complete(client: Client, prompt: str, name: str, value: str, **context
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_completion_from_choices_querysets_and_callables(live: Live, mode: str) -> None:
     async with connect(live, mode) as client:
         assert await complete(client, "review_book", "tone", "") == ["friendly", "critical", "academic"]
@@ -288,6 +295,7 @@ async def test_completion_from_choices_querysets_and_callables(live: Live, mode:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.own_config
 async def test_permissions_with_two_users(live: Live, mode: str) -> None:
     async with connect(live, mode, user="alice") as alice, connect(live, mode, user="bob") as bob:
         assert "club_newsletter" in {p.name for p in (await alice.list_prompts()).prompts}

@@ -266,10 +266,13 @@ def test_scopes_of_a_token(alice: User, version: str) -> None:
     assert who == {"user": "alice", "scopes": ["mcp"], "client_id": "mcp-test-client", "revision": version}
     names = {t.name for t in c.list_tools().tools}
     assert "make_group" not in names and "groups" in names
-    with pytest.raises(MCPClientError, match="Unknown tool"):
+    # Refused at the door, as over HTTP: 403 insufficient_scope (tests/test_door.py compares the two).
+    with pytest.raises(MCPClientError) as refused:
         c.call_tool("make_group", {"name": "editors"})
-    with pytest.raises(MCPClientError):
+    assert (refused.value.status, refused.value.data) == (403, {"error": "insufficient_scope"})
+    with pytest.raises(MCPClientError) as refused:
         c.get_prompt("secret_prompt")
+    assert refused.value.status == 403
     assert not Group.objects.filter(name="editors").exists()
 
     c.force_authenticate(alice, scopes=["mcp", "groups:write", "secret:read"], client_id="desk-app")

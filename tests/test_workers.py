@@ -8,6 +8,7 @@ seen by A at once.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from tests.conftest import LiveServer, server_env, start_server
 from tests.sse import SSEReader, first_event_then_drop
 from tests.test_bad_input import ACCEPT, Raw
 
-pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.own_config]
 
 
 @pytest.fixture(scope="module")
@@ -118,10 +119,11 @@ def test_ending_sessions_from_sync_code_joins_no_group(workers: tuple[LiveServer
     ping: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert b.post(ping, h).status_code == 200  # B caches the session
     client = redis_py.Redis.from_url("redis://127.0.0.1:6379/0")
-    before = client.zcard("asgi:group:mcp.all")
+    group = os.environ.get("MCP_REDIS_PREFIX", "asgi") + ":group:mcp.all"  # this run's servers only
+    before = client.zcard(group)
     workers[0].manage("shell", "-c", f"from django_mcp.sessions import end_sessions_sync; end_sessions_sync([{sid!r}])")
     for _ in range(2):
         workers[0].manage("shell", "-c", "from django_mcp.sessions import end_sessions_sync; end_sessions_sync(['x'])")
-    assert client.zcard("asgi:group:mcp.all") == before
+    assert client.zcard(group) == before
     time.sleep(0.3)
     assert b.post(ping, h).status_code == 404  # the end still reached B's cache over the layer

@@ -144,6 +144,7 @@ def test_batch(gunicorn: LiveServer) -> None:
 
 
 # -- what every front end checks, and what WSGI mode does not offer --------------------------------
+@pytest.mark.version_independent
 def test_bad_input(gunicorn: LiveServer) -> None:
     r = post(gunicorn, INIT, **{"content-type": "text/plain"})
     assert r.status_code == 415 and r.json()["error"]["code"] == -32600
@@ -207,6 +208,7 @@ async def test_django_asgi_handler(tmp_path: Path, rec: Recorder) -> None:
 
 
 # -- OAuth --------------------------------------------------------------------------------------
+@pytest.mark.version_independent
 def test_oauth(tmp_path: Path) -> None:
     env = server_env(tmp_path, settings="tests.oauth.settings_wsgi")
     server = start_wsgi_server(env, tmp_path / "gunicorn.log", "tests.oauth.wsgi:application")
@@ -253,13 +255,18 @@ listed = client.post(
     HTTP_MCP_SESSION_ID=sid, HTTP_MCP_PROTOCOL_VERSION="2025-11-25",
 )
 assert listed.status_code == 200, (listed.status_code, listed.content)
+card = client.get("/mcp/server-card")  # django_mcp.urls, included without django-oauth-toolkit installed
+assert card.status_code == 200 and card.json()["remotes"][0]["url"] == "http://127.0.0.1/mcp/", card.content
+assert client.get("/.well-known/oauth-protected-resource").status_code == 404  # no OAuth, no OAuth metadata
 print(json.dumps(sorted(t["name"] for t in json.loads(listed.content)["result"]["tools"])))
 """
 
 
+@pytest.mark.version_independent
 def test_wsgi_only_project_needs_no_channels(tmp_path: Path) -> None:
-    """No daphne, no channels, no ASGI_APPLICATION: `check` is clean of E003/W002/W001 and Django's own
-    WSGI handler (the test Client) serves initialize and tools/list through the view."""
+    """No daphne, no channels, no ASGI_APPLICATION, no django-oauth-toolkit: `check` is clean of E003/W002/W001/W003
+    and Django's own WSGI handler (the test Client) serves initialize and tools/list through the view, and the
+    server card through django_mcp.urls (which failed to import without OAuth)."""
     import subprocess
     import sys
 
@@ -270,7 +277,7 @@ def test_wsgi_only_project_needs_no_channels(tmp_path: Path) -> None:
         [sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert check.returncode == 0, check.stderr
-    for refused in ("E003", "W002", "W001"):
+    for refused in ("E003", "W002", "W001", "W003"):
         assert f"django_mcp.{refused}" not in check.stderr, check.stderr
     script = f"INIT = {INIT!r}\n" + WSGI_ONLY_CLIENT
     run = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)

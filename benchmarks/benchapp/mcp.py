@@ -16,3 +16,9 @@ async def progress_echo(ctx: Context, text: str) -> str:
     """Report progress once, then return the input (the reply becomes SSE)."""
     await ctx.report_progress(1, 1)
     return text
+
+
+@site.tool
+def echo_sync(text: str) -> str:
+    """Return the input (a sync tool: it runs in the sync pool's threads)."""
+    return text

@@ -38,7 +38,7 @@ def normalise(uri: str) -> tuple[str, str, int | None, str] | None:
 
 def canonical_uri(endpoint_url: str) -> str:
     """The endpoint's RFC 9728 ``resource``: DOT's ``OAUTH2_PROTECTED_RESOURCE_IDENTIFIER`` when set."""
-    from oauth2_provider.settings import oauth2_settings
+    from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once OAuth is on
 
     return str(oauth2_settings.OAUTH2_PROTECTED_RESOURCE_IDENTIFIER or endpoint_url)
 
@@ -68,6 +68,7 @@ def validate_resource(request_uri: str, audiences: list[str]) -> bool:
     """``OAUTH2_PROVIDER["RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR"]``: see the module docstring."""
     if _in_mcp_check.get():
         return True
+    # reason: needs DOT's models (OAuth on)
     from oauth2_provider.oauth2_validators import validate_resource_as_url_prefix
 
     return bool(validate_resource_as_url_prefix(request_uri, audiences))

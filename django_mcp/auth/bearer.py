@@ -16,8 +16,9 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
+from django.core.handlers.asgi import ASGIRequest
 from django.core.signals import setting_changed
 
 from ..auth_clients import is_client_disabled, service_user
@@ -27,6 +28,8 @@ from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+#: Why a token lacking a scope is refused: the same words over every transport.
+INSUFFICIENT_SCOPE = "The access token lacks the scope this request needs"
 _LEGACY_SUFFIXES = ("/sse", "/messages")
 
 
@@ -61,8 +64,6 @@ def _django_request(scope: dict[str, Any]) -> Any:
 
     Dropping the query string is what keeps oauthlib from ever reading an ``access_token`` there.
     """
-    from django.core.handlers.asgi import ASGIRequest
-
     return ASGIRequest({**scope, "query_string": b""}, io.BytesIO(b""))
 
 
@@ -73,7 +74,7 @@ def resource_metadata_url(request: Any) -> str:
 
 
 def bearer_header(request: Any, error: str | None = None, description: str | None = None, scope: str = "") -> str:
-    from oauth2_provider.www_authenticate import build_bearer_challenge
+    from oauth2_provider.www_authenticate import build_bearer_challenge  # reason: DOT loads only once OAuth is on
 
     params: dict[str, str] = {}
     if error:
@@ -92,7 +93,7 @@ def oauthlib_core() -> Any:
     """DOT's configured ``OAuthLibCore`` (server, validator, backend classes), built once."""
     global _core
     if _core is None:
-        from oauth2_provider.oauth2_backends import get_oauthlib_core
+        from oauth2_provider.oauth2_backends import get_oauthlib_core  # reason: DOT loads only once OAuth is on
 
         _core = get_oauthlib_core()
     return _core
@@ -108,7 +109,7 @@ setting_changed.connect(_reset)
 
 
 def _site_scopes() -> str:
-    from .scopes import available_scopes
+    from .scopes import available_scopes  # reason: auth.scopes imports DOT, loaded only once OAuth is on
 
     return " ".join(sorted(available_scopes()))
 
@@ -162,7 +163,7 @@ def _refuse(request: Any, error: str | None, description: str) -> AuthInfo:
 
 
 def bearer_token(headers: dict[bytes, bytes]) -> str | None:
-    from oauth2_provider.utils import parse_bearer_token
+    from oauth2_provider.utils import parse_bearer_token  # reason: DOT loads only once OAuth is on
 
     value = headers.get(b"authorization")
     if value is None:
@@ -177,8 +178,6 @@ def verify_token(token: str, url: str) -> AuthInfo:
     The audience check compares the token's ``resource`` with ``url``, so pass the
     public URL of the MCP endpoint. Raises ``Challenge`` when the token is refused.
     """
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     scope = {
         "type": "http",
@@ -204,9 +203,8 @@ async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> Au
 def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:
     """403 for a token lacking a scope a tool/resource/prompt needs: the client may step up."""
     request = _django_request(scope)
-    description = "The access token lacks the scope this request needs"
-    header = bearer_header(request, "insufficient_scope", description, " ".join(needed))
-    return Challenge(403, description, header, "insufficient_scope")
+    header = bearer_header(request, "insufficient_scope", INSUFFICIENT_SCOPE, " ".join(needed))
+    return Challenge(403, INSUFFICIENT_SCOPE, header, "insufficient_scope")
 
 
 async def authenticate_scope(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
@@ -220,21 +218,12 @@ async def authenticate_scope(scope: dict[str, Any], headers: dict[bytes, bytes])
     return info
 
 
-def check_scopes(scope: dict[str, Any], server: Any, request: Any, info: AuthInfo, target: Any = None) -> None:
-    """Before a call runs: a token lacking the scopes of the tool/resource/prompt it names gets a 403 ``Challenge``."""
-    from .scopes import scopes_for
-
-    needed = scopes_for(server, request.method, request.params or {}, target)
-    if needed and not info.allows(needed):
-        raise insufficient_scope(scope, needed)
-
-
 __all__ = [
+    "INSUFFICIENT_SCOPE",
     "AuthInfo",
     "Challenge",
     "authenticate",
     "authenticate_scope",
-    "check_scopes",
     "endpoint_path",
     "insufficient_scope",
     "resource_metadata_url",

@@ -7,11 +7,17 @@ They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.shortcuts import resolve_url
+from django.template import TemplateDoesNotExist, TemplateSyntaxError
+from django.template.loader import get_template
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
 from ..conf import mcp_settings
+from . import REQUIRED
 
 
 @register(Tags.compatibility)
@@ -26,9 +32,7 @@ def check_oauth(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.E030",
             )
         ]
-    from oauth2_provider.settings import oauth2_settings
-
-    from . import REQUIRED
+    from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once OAuth is on
 
     errors: list[Any] = []
     hint = "Build OAUTH2_PROVIDER with django_mcp.auth.oauth2_provider_settings() and do not override this key."
@@ -48,8 +52,8 @@ def check_oauth(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="django_mcp.E032",
             )
         )
-    from .scopes import MCPScopes
-    from .validators import MCPOAuth2Validator
+    from .scopes import MCPScopes  # reason: auth.scopes imports DOT, loaded only once OAuth is on
+    from .validators import MCPOAuth2Validator  # reason: auth.validators needs DOT's models (OAuth on)
 
     backend = oauth2_settings.SCOPES_BACKEND_CLASS
     if not (isinstance(backend, type) and issubclass(backend, MCPScopes)):
@@ -77,8 +81,6 @@ def check_oauth(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 
 def _check_urls() -> list[Any]:
-    from django.urls import NoReverseMatch, reverse
-
     missing = []
     for name in ("oauth-resource-metadata", "oauth-resource-metadata-path", "oauth-server-metadata", "authorize"):
         try:
@@ -107,10 +109,6 @@ def check_login(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """
     if mcp_settings.AUTH != "oauth" or "oauth2_provider" not in settings.INSTALLED_APPS:
         return []
-    from urllib.parse import urlsplit
-
-    from django.shortcuts import resolve_url
-    from django.urls import NoReverseMatch, Resolver404, resolve
 
     login_url = settings.LOGIN_URL
     route_hint = (
@@ -152,9 +150,8 @@ def check_login(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 
 def _check_login_template(view: Any) -> list[Any]:
+    # reason: needs django.contrib.auth installed; checked only with OAuth on
     from django.contrib.auth.views import LoginView
-    from django.template import TemplateDoesNotExist, TemplateSyntaxError
-    from django.template.loader import get_template
 
     view_class = getattr(view, "view_class", None)
     if not (isinstance(view_class, type) and issubclass(view_class, LoginView)):

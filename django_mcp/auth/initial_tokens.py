@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-if TYPE_CHECKING:
-    from ..models import InitialAccessToken
+from ..models import InitialAccessToken
 
 
 def checksum(raw: str) -> str:
@@ -34,8 +33,6 @@ def issue(
     description: str = "",
 ) -> str:
     """Create an initial access token; the raw value (shown once, never stored)."""
-    from ..models import InitialAccessToken
-
     raw = secrets.token_urlsafe(32)
     InitialAccessToken.objects.create(
         token_checksum=checksum(raw),
@@ -50,8 +47,6 @@ def issue(
 
 def find(raw: str) -> InitialAccessToken | None:
     """The live token matching ``raw`` (not expired, not used up), or None."""
-    from ..models import InitialAccessToken
-
     token: InitialAccessToken | None = (
         InitialAccessToken.objects.filter(token_checksum=checksum(raw)).select_related("service_user").first()
     )
@@ -64,8 +59,6 @@ def find(raw: str) -> InitialAccessToken | None:
 
 def use(token: InitialAccessToken) -> bool:
     """Spend one use (inside the registration's transaction); False when another request took the last one."""
-    from ..models import InitialAccessToken
-
     if token.uses_left is None:
         return True
     with transaction.atomic():

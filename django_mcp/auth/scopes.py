@@ -8,30 +8,24 @@ default site declares. DOT's consent page, its RFC 8414 metadata and the RFC 972
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django.apps import apps
 from oauth2_provider.scopes import BaseScopes
 
+from ..auth_clients import allowed_scopes
 from ..conf import mcp_settings
 
 
 def declared_scopes(server: Any = None) -> set[str]:
     """Every scope a tool, resource, resource template or prompt of ``server`` (default: the site) needs."""
-    if server is None:
-        from .. import site
-
-        server = site
+    if server is None:  # the app registry has it: the server is a layer above auth
+        server = cast(Any, apps.get_app_config("django_mcp")).site
     found: set[str] = set()
     for registry in (server.tools, server.resources, server.templates, server.prompts):
         for obj in registry.values():
             found.update(obj.scopes)
     return found
-
-
-def scopes_for(server: Any, method: str, params: dict[str, Any], target: Any = None) -> list[str]:
-    """The scopes the tool, prompt or resource a request names needs ([] when it names none)."""
-    obj = target if target is not None else server.target(method, params)
-    return sorted(set(obj.scopes)) if obj is not None else []
 
 
 def all_scopes() -> dict[str, str]:
@@ -70,10 +64,9 @@ def _for_client(application: Any) -> list[str]:
     scopes = available_scopes()
     if application is None:
         return scopes
-    from ..auth_clients import allowed_scopes
 
     allowed = allowed_scopes(application)
     return scopes if allowed is None else [s for s in scopes if s in allowed]
 
 
-__all__ = ["MCPScopes", "all_scopes", "available_scopes", "declared_scopes", "scopes_for"]
+__all__ = ["MCPScopes", "all_scopes", "available_scopes", "declared_scopes"]

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from typing import Any
 
+from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauth2_provider.settings import oauth2_settings
 
 from ..auth_clients import allowed_scopes, is_client_disabled, service_user
+from ..models import SpentAuthorizationCode
+from ..writelock import write_transaction
 from .registration import redirect_uri_allowed
 
 
@@ -72,7 +78,6 @@ class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no
 
     def invalidate_authorization_code(self, client_id: str, code: str, request: Any, *args: Any, **kwargs: Any) -> None:
         super().invalidate_authorization_code(client_id, code, request, *args, **kwargs)
-        from ..models import SpentAuthorizationCode
 
         access, refresh = getattr(request, "mcp_issued", ("", ""))
         SpentAuthorizationCode.objects.get_or_create(
@@ -94,16 +99,11 @@ class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no
 def revoke_spent_code(code: str, client_id: str) -> int:
     """When ``code`` was already exchanged by ``client_id``: revoke the tokens that exchange issued
     (and their whole refresh family, rotations included). The number of access tokens revoked."""
-    from django.db import transaction
-    from oauth2_provider.models import get_access_token_model, get_refresh_token_model
-
-    from ..models import SpentAuthorizationCode
-
     spent = SpentAuthorizationCode.objects.filter(code_checksum=_checksum(code), client_id=client_id).first()
     if spent is None:
         return 0
     access_model, refresh_model = get_access_token_model(), get_refresh_token_model()
-    with transaction.atomic():
+    with write_transaction():
         n = 0
         if spent.refresh_token_checksum:
             refresh = refresh_model.objects.filter(token_checksum=spent.refresh_token_checksum).first()
@@ -126,13 +126,6 @@ def prune_spent_codes(older_than_seconds: int | None = None, dry_run: bool = Fal
 
     For a periodic cleanup (``mcp_cleanup``); the number of rows deleted (counted only with ``dry_run``).
     """
-    from datetime import timedelta
-
-    from django.utils import timezone
-    from oauth2_provider.settings import oauth2_settings
-
-    from ..models import SpentAuthorizationCode
-
     seconds = older_than_seconds or oauth2_settings.REFRESH_TOKEN_EXPIRE_SECONDS or 30 * 24 * 3600
     cutoff = timezone.now() - timedelta(seconds=int(seconds))
     old = SpentAuthorizationCode.objects.filter(created__lt=cutoff)

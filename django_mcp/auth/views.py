@@ -24,6 +24,7 @@ from oauth2_provider.views import (
 
 from ..conf import mcp_settings
 from ..models import MCPClient
+from ..writelock import write_transaction
 from . import initial_tokens
 from .ratelimit import registration_retry_after
 from .registration import OPEN_GRANT_TYPES, TRUSTED_GRANT_TYPES, Refusal, check_metadata
@@ -118,7 +119,7 @@ class RegistrationView(DynamicClientRegistrationView):  # type: ignore[misc]
             if refusal is not None:
                 return _refused(refusal)
         setattr(request, "mcp_initial_token", initial)  # noqa: B010 - read by MCPRegistrationPermission
-        with transaction.atomic():
+        with write_transaction():
             response: HttpResponse = super().post(request, *args, **kwargs)
             if initial is not None and response.status_code == 201:
                 if not initial_tokens.use(initial):

@@ -7,6 +7,9 @@ validation and pagination run as for any HTTP client. The input schema comes
 from the request serializer, filter backends and paginator, the output schema
 from the response serializer, both through DRF's own OpenAPI inspector
 (``AutoSchema``) converted to JSON Schema. Needs the ``drf`` extra.
+
+Importing this module gives ``MCPServer.register_drf`` its tool maker (``server.hooks``);
+``DjangoMCPConfig.ready()`` imports it when Django REST framework is installed.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from typing import Any
 
 import mcp_types
 from django.core.exceptions import ImproperlyConfigured
+from django.db import models
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import APIException
 from rest_framework.mixins import DestroyModelMixin, ListModelMixin, RetrieveModelMixin, UpdateModelMixin
+from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,11 +38,12 @@ from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
 from ..access import Check
+from ..auditing import REDACTED, AuditPolicy
 from ..context import Context
+from ..server import hooks
 from ..signature import EMPTY, Parameter, Signature, arguments_model, model_name
 from ..sync import run_sync
-from ..tasks import TaskSupport
-from ..tools import Tool
+from ..tools import TaskSupport, Tool
 from ..view_tools import CTX, WRITE_METHODS, build_request, default_annotations, error_text, handler, refuse_or_fail
 
 STANDARD_ACTIONS = {
@@ -170,6 +176,13 @@ class DRFTool(Tool):
             return False
         return bool(await run_sync(self._view_permits, ctx))
 
+    def declares_access(self) -> bool:
+        """Declared rules, or a permission class of the view other than ``AllowAny``."""
+        if super().declares_access():
+            return True
+        classes = self.initkwargs.get("permission_classes", self.view_class.permission_classes)
+        return any(p is not AllowAny for p in classes)
+
     def _view_permits(self, ctx: Context) -> bool:
         """``has_permission`` of each permission class on a synthetic request of the caller.
 
@@ -265,8 +278,6 @@ def _serializer(spec: Any) -> Any:
 
 
 def _lookup_schema(view: Any, name: str) -> dict[str, Any]:
-    from django.db import models
-
     model = getattr(getattr(view, "queryset", None), "model", None)
     schema: dict[str, Any] = {"type": "string"}
     if model is not None:
@@ -298,6 +309,7 @@ def drf_tool(
     permissions: Sequence[str] = (),
     check: Check | None = None,
     task: TaskSupport | None = None,
+    audit: AuditPolicy = REDACTED,
 ) -> DRFTool:
     """One tool for a DRF view: an ``APIView``, an ``@api_view`` function, or one viewset ``action``.
 
@@ -306,6 +318,7 @@ def drf_tool(
     ``serializer_class``. ``url_kwargs`` names URL arguments of a plain APIView;
     viewsets and generic detail views get their lookup argument automatically.
     ``task`` ("optional"/"required") runs the view as an MCP task (docs/tasks.md).
+    ``audit`` says what the audit log keeps of a call (as for ``@site.tool``).
     """
     cls = _view_class(view)
     is_viewset = issubclass(cls, ViewSetMixin)
@@ -427,11 +440,12 @@ def drf_tool(
         signature=signature,
         title=title,
         description=description,
-        annotations=annotations if annotations is not None else default_annotations(http_method),
+        annotations={**default_annotations(http_method), **(annotations or {})},
         scopes=list(scopes),
         permissions=list(permissions),
         check=check,
         task_support=task,
+        audit=audit,
         input_schema=input_schema,
         view_class=cls,
         action=action,
@@ -472,5 +486,12 @@ def drf_tools(
     outputs = output_serializers or {}
     return [drf_tool(cls, action=a, basename=basename, output_serializer=outputs.get(a), **options) for a in actions]
 
+
+def _drf_tools(view: Any, *, action: str | None = None, **options: Any) -> list[Tool]:
+    """``register_drf``: one tool for an action (or a plain view), else one per action of a viewset."""
+    return [drf_tool(view, action=action, **options)] if action else list(drf_tools(view, **options))
+
+
+hooks.tool_makers["drf"] = _drf_tools
 
 __all__ = ["DRFTool", "MCPCallerAuthentication", "drf_tool", "drf_tools", "to_json_schema"]

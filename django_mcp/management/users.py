@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 
 def active_user(username: str) -> Any:
     """The active user called ``username``; commands never fall back to another user."""
-    from django.contrib.auth import get_user_model
-
     model = get_user_model()
     try:
         user = model._default_manager.get_by_natural_key(username)

@@ -16,7 +16,6 @@ from typing import Any
 from .jsonrpc import HEADER_MISMATCH, ProtocolError
 
 _SENTINEL = re.compile(r"\A=\?base64\?(.*)\?=\Z", re.DOTALL)
-_TOKEN = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 #: The body field each method's ``Mcp-Name`` mirrors (SEP-2243; ``tasks/*`` from the tasks extension, SEP-2663).
 NAME_PARAM = {
     "tools/call": "name",
@@ -102,10 +101,6 @@ def header_params(schema: dict[str, Any], path: tuple[str, ...] = ()) -> list[tu
         if prop.get("type") == "object":
             found.extend(header_params(prop, (*path, name)))
     return found
-
-
-def valid_header_name(name: str) -> bool:
-    return bool(_TOKEN.match(name))
 
 
 def _as_header_text(value: Any) -> str:

@@ -8,19 +8,17 @@ identity and access checks, and any web worker answers ``tasks/get`` from the ro
 
 - ``framework``: ``django.tasks`` (Django 6.0+) or the ``django-tasks`` backport (5.2).
 - ``store``: the rows: create, find for a caller, update, and their wire shapes per era.
-- ``protocol``: the ``tasks/*`` methods and the task branch of ``tools/call``.
+- ``methods``: the ``tasks/*`` methods and the task branch of ``tools/call``.
 - ``jobs``: the Tasks framework task the worker runs (imported by the worker, lazily here).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from ..tools import TaskSupport
 
 #: The 2026-07-28 extension identifier (SEP-2663).
 EXTENSION = "io.modelcontextprotocol/tasks"
 #: ``_meta`` key tying a 2025-11-25 message to its task.
 RELATED_TASK = "io.modelcontextprotocol/related-task"
-
-TaskSupport = Literal["optional", "required", "forbidden"]
 
 __all__ = ["EXTENSION", "RELATED_TASK", "TaskSupport"]

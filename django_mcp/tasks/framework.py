@@ -46,3 +46,17 @@ def runs_in_process(alias: str) -> bool:
     """Whether ``alias`` runs tasks inside the enqueuing process (ImmediateBackend) or never (DummyBackend)."""
     path = backend_path(alias) or ""
     return path.endswith(("ImmediateBackend", "DummyBackend"))
+
+
+def busy_workers(alias: str) -> int | None:
+    """How many ``db_worker`` processes run a task of ``alias`` now (any task, not only MCP's).
+
+    From django-tasks-db's ``DBTaskResult`` rows (running ones name their worker); None for
+    another backend, which keeps no such record.
+    """
+    if not (backend_path(alias) or "").startswith("django_tasks_db."):
+        return None
+    from django_tasks_db.models import DBTaskResult  # reason: an optional backend, needs the app registry
+
+    running = DBTaskResult.objects.running().filter(backend_name=alias).values_list("worker_ids", flat=True)
+    return len({ids[-1] for ids in running if ids})

@@ -11,36 +11,59 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone as dj_timezone
 
+from ..auth.grants import CLIENT_DISABLED, Grant, Standing, client_disabled, grant_of, standing
 from ..conf import mcp_settings
 from ..models import MCPTask
+from .beat import alive as workers_alive
 from .framework import runs_in_process
 
 logger = logging.getLogger("django_mcp")
 
 ACTIVE = (MCPTask.WORKING, MCPTask.INPUT_REQUIRED)
+
+#: Loads the Tasks framework task a worker runs (``tasks.jobs.run_tool_call``), on the first enqueue:
+#: set by ``DjangoMCPConfig.ready()``, since the worker's module is an entry point above this one.
+load_job: Callable[[], Any] | None = None
+#: The current trace context as W3C headers (``traceparent``, ``tracestate``), which a new task keeps so
+#: that its runs link to the call that created it: set by the telemetry middleware while it is on.
+trace_carrier: Callable[[], dict[str, str]] | None = None
 _MAX_ID = 64
 
 
 @dataclass(frozen=True)
 class Owner:
-    """Who may see a task: the user (None: anonymous) and the OAuth client ("" without a token)."""
+    """Who may see a task: the user (None: anonymous) and the OAuth client ("" without a token).
+
+    An anonymous caller's tasks are also bound to its session (``session``: the handshake
+    era's ``Mcp-Session-Id``, "" for 2026-07-28 requests, which have none); a user's are
+    not (None), so a user reaches them from any session.
+    """
 
     user_id: Any
     client_id: str
+    session: str | None = None
+
+    def rows(self) -> QuerySet[MCPTask]:
+        """This owner's tasks."""
+        mine: QuerySet[MCPTask] = MCPTask.objects.filter(user_id=self.user_id, oauth_client=self.client_id)
+        return mine if self.session is None else mine.filter(session=self.session)
 
 
-def owner_of(user: Any, auth: Any) -> Owner:
+def owner_of(user: Any, auth: Any, session_id: str | None = None) -> Owner:
+    """The owner a request's caller is: ``session_id`` binds only an anonymous caller's tasks."""
     user_id = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
-    return Owner(user_id, getattr(auth, "client_id", "") or "")
+    return Owner(user_id, getattr(auth, "client_id", "") or "", None if user_id is not None else session_id or "")
 
 
 def new_id() -> str:
@@ -62,19 +85,23 @@ def create(
     arguments: dict[str, Any],
     revision: str,
     owner: Owner,
-    scopes: list[str] | None,
+    auth: Any,
     session: str | None,
     client_info: dict[str, Any],
     client_capabilities: dict[str, Any],
     locale: str | None,
     answers: dict[str, Any],
     ttl_ms: int | None,
+    trace_context: dict[str, str] | None = None,
 ) -> MCPTask:
     """Store the task and enqueue its run in one transaction: it exists (``tasks/get`` finds it) once we answer.
 
     With the database backend the queue entry commits with the row, so neither exists
     without the other. Another backend (RQ, say) that fails to enqueue rolls the row back.
+    ``auth`` (the caller's ``AuthInfo``, None without a token) gives the scopes shown in the
+    admin and the grant each run re-checks (``creator_standing``).
     """
+    grant = grant_of(auth) if auth is not None else Grant()
     now = dj_timezone.now()
     row = MCPTask(
         id=new_id(),
@@ -84,7 +111,9 @@ def create(
         protocol_version=revision,
         user_id=owner.user_id,
         oauth_client=owner.client_id,
-        scopes=scopes,
+        scopes=sorted(auth.scopes) if auth is not None else None,
+        oauth_token=grant.token_id,
+        oauth_token_family=grant.family,
         session=session or "",
         client_info=client_info,
         client_capabilities=client_capabilities,
@@ -95,6 +124,7 @@ def create(
         created=now,
         updated=now,
         expires=now + timedelta(milliseconds=ttl_ms) if ttl_ms is not None else None,
+        trace_context=trace_context or {},
     )
     with transaction.atomic():
         row.save(force_insert=True)
@@ -116,20 +146,26 @@ def _enqueue(task_id: str) -> None:
 
 
 def _send(task_id: str) -> None:
-    from .jobs import run_tool_call  # defines a Tasks framework task: needs settings and the app registry
-
-    job = run_tool_call.using(backend=mcp_settings.TASK_BACKEND, queue_name=mcp_settings.TASK_QUEUE)
+    if load_job is None:
+        raise RuntimeError("django_mcp is not in INSTALLED_APPS: no task runner")
+    job = load_job().using(backend=mcp_settings.TASK_BACKEND, queue_name=mcp_settings.TASK_QUEUE)
     result = job.enqueue(task_id)
     MCPTask.objects.filter(pk=task_id).update(backend_id=str(result.id)[:64])
+
+
+def active_counts(user_id: Any, client_id: str) -> tuple[int, int]:
+    """Live tasks queued or running (``working``/``input_required``) of a user and of an OAuth client (0 for none)."""
+    rows = MCPTask.objects.filter(status__in=ACTIVE).exclude(expires__lte=dj_timezone.now())
+    by_user = rows.filter(user_id=user_id).count() if user_id is not None else 0
+    by_client = rows.filter(oauth_client=client_id).count() if client_id else 0
+    return by_user, by_client
 
 
 def find(task_id: Any, owner: Owner) -> MCPTask | None:
     """The caller's live task ``task_id``, or None (unknown, someone else's, or expired)."""
     if not isinstance(task_id, str) or not task_id or len(task_id) > _MAX_ID:
         return None
-    row: MCPTask | None = MCPTask.objects.filter(
-        pk=task_id, user_id=owner.user_id, oauth_client=owner.client_id
-    ).first()
+    row: MCPTask | None = owner.rows().filter(pk=task_id).first()
     if row is None:
         return None
     now = dj_timezone.now()
@@ -254,6 +290,39 @@ def claim(task_id: str) -> MCPTask | None:
     return row
 
 
+#: Why a task whose creator's account was deactivated does not run.
+INACTIVE = "The user who started this task is no longer active"
+
+
+def creator_standing(row: MCPTask) -> Standing:
+    """The rights the task's creator has now (sync): the user still active, the token's grant still standing.
+
+    ``scopes`` None: created without a token, nothing limits it by scope. A task created with an
+    in-process token (the test client's ``force_authenticate(scopes=...)``), which has no row to
+    follow, keeps the scopes it was created with.
+    """
+    if row.user_id is not None:
+        # The attribute, not a query on it: a custom user model may have no ``is_active`` column.
+        user = get_user_model()._default_manager.filter(pk=row.user_id).first()
+        if user is None or not getattr(user, "is_active", True):
+            return Standing(refusal=INACTIVE)
+    if row.oauth_token:
+        return standing(Grant(row.oauth_token, row.oauth_token_family), row.oauth_client)
+    if client_disabled(row.oauth_client):
+        return Standing(refusal=CLIENT_DISABLED)
+    return Standing(scopes=frozenset(row.scopes) if row.scopes is not None else None)
+
+
+def stop_revoked(task_id: str, attempt: int, reason: str) -> bool:
+    """The creator's rights ended while the tool ran: ``cancelled``, saying why. False when it ended already."""
+    now = dj_timezone.now()
+    return bool(
+        MCPTask.objects.filter(pk=task_id, status=MCPTask.WORKING, attempts=attempt).update(
+            status=MCPTask.CANCELLED, status_message=reason, finished=now, updated=now
+        )
+    )
+
+
 def beat(task_id: str, attempt: int) -> bool:
     """Renew the run's heartbeat; False when the task was cancelled, ended or handed to another run."""
     return bool(
@@ -305,8 +374,49 @@ def expired(now: datetime | None = None) -> int:
 
 def listing(owner: Owner, offset: int, size: int) -> list[MCPTask]:
     now = dj_timezone.now()
-    rows = MCPTask.objects.filter(user_id=owner.user_id, oauth_client=owner.client_id).exclude(expires__lte=now)
+    rows = owner.rows().exclude(expires__lte=now)
     return list(rows.order_by("-created", "pk")[offset : offset + size + 1])
+
+
+def queue_report(now: datetime | None = None) -> dict[str, Any]:
+    """What the health endpoint says of task workers, from ``MCPTask`` rows (a few indexed queries).
+
+    - ``queued``/``oldest_queued_seconds``: tasks no worker has picked up, and how long the oldest waited.
+    - ``running``/``silent``: tasks a worker runs, and those whose heartbeat is older than
+      ``TASK_HEARTBEAT_TIMEOUT`` (their worker is gone; the task runs again when next polled or cleaned up).
+    - ``workers``/``newest_worker_beat_seconds``: task worker processes alive (each beats, busy or idle:
+      ``tasks.beat``) and how long ago the newest beat was (None: no worker was ever seen).
+    - ``newest_heartbeat_seconds``: how long ago any worker last claimed or renewed a task: the newest
+      ``heartbeat`` (only a running task writes one).
+    - ``status``: ``degraded`` when a task waited past ``TASK_UNCLAIMED_WARNING`` or a running one is
+      silent: work exists and no worker does it. Otherwise ``ok``.
+    """
+    now = now or dj_timezone.now()
+    working = MCPTask.objects.filter(status=MCPTask.WORKING)
+    queued = working.filter(started__isnull=True)
+    oldest = queued.order_by("updated").values_list("updated", flat=True).first()
+    newest = (
+        MCPTask.objects.filter(heartbeat__isnull=False).order_by("-heartbeat").values_list("heartbeat", flat=True)
+    ).first()
+    cutoff = now - timedelta(seconds=mcp_settings.TASK_HEARTBEAT_TIMEOUT)
+    workers, newest_beat = workers_alive(now)
+    report: dict[str, Any] = {
+        "workers": workers,
+        "newest_worker_beat_seconds": _age(now, newest_beat),
+        "queued": queued.count(),
+        "oldest_queued_seconds": _age(now, oldest),
+        "running": working.filter(started__isnull=False).count(),
+        "silent": working.filter(started__isnull=False, heartbeat__lt=cutoff).count(),
+        "newest_heartbeat_seconds": _age(now, newest),
+    }
+    waited = report["oldest_queued_seconds"]
+    late = waited is not None and waited >= mcp_settings.TASK_UNCLAIMED_WARNING
+    report["status"] = "degraded" if late or report["silent"] else "ok"
+    return report
+
+
+def _age(now: datetime, moment: datetime | None) -> float | None:
+    return None if moment is None else round(max(0.0, (now - moment).total_seconds()), 1)
 
 
 # -- wire shapes ----------------------------------------------------------------------
@@ -314,6 +424,29 @@ def listing(owner: Owner, offset: int, size: int) -> list[MCPTask]:
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def unclaimed(row: MCPTask, now: datetime | None = None) -> float | None:
+    """Seconds a queued task has waited for a task worker, once past ``TASK_UNCLAIMED_WARNING``; else None.
+
+    A queued task is ``working`` with no run started; ``updated`` is when it was (re)queued: created,
+    answered, or handed back by a stopped or lost worker.
+    """
+    if row.status != MCPTask.WORKING or row.started is not None:
+        return None
+    waited = ((now or dj_timezone.now()) - row.updated).total_seconds()
+    return waited if waited >= mcp_settings.TASK_UNCLAIMED_WARNING else None
+
+
+def waiting_message(seconds: float) -> str:
+    """The ``statusMessage`` of a task no worker has picked up: "... for 2 minutes"."""
+    if seconds < 120:
+        n, unit = int(seconds), "second"
+    elif seconds < 7200:
+        n, unit = int(seconds // 60), "minute"
+    else:
+        n, unit = int(seconds // 3600), "hour"
+    return f"Waiting for a task worker: none has picked this task up for {n} {unit}{'' if n == 1 else 's'}"
 
 
 def _task(row: MCPTask, ttl: str, poll: str) -> dict[str, Any]:
@@ -326,7 +459,10 @@ def _task(row: MCPTask, ttl: str, poll: str) -> dict[str, Any]:
     }
     if row.status not in MCPTask.TERMINAL:
         d[poll] = row.poll_interval_ms
-    if row.status_message:
+    waited = unclaimed(row)
+    if waited is not None:  # "working" alone would hide that no worker runs: the client and its user see why
+        d["statusMessage"] = waiting_message(waited)
+    elif row.status_message:
         d["statusMessage"] = row.status_message
     return d
 

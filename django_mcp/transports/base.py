@@ -40,20 +40,7 @@ class HTTPError(Rejected):
         request_id: Any = None,
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
-        super().__init__(status, ProtocolError(code, message, data), request_id)
-        self.headers = headers or []
-
-
-def challenge_error(challenge: Any) -> HTTPError:
-    """An ``auth.Challenge`` (401/403 with ``WWW-Authenticate``) as the HTTP answer."""
-    label = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}[challenge.status]
-    return HTTPError(
-        challenge.status,
-        jsonrpc.INVALID_REQUEST,
-        f"{label}: {challenge.description}",
-        {"error": challenge.error} if challenge.error else None,
-        headers=[(b"www-authenticate", challenge.header.encode("latin-1", "replace"))],
-    )
+        super().__init__(status, ProtocolError(code, message, data), request_id, headers)
 
 
 def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> bytes:
@@ -155,7 +142,6 @@ __all__ = [
     "SSE_HEADERS",
     "HTTPError",
     "StreamWriter",
-    "challenge_error",
     "ended_by_drain",
     "open_streams",
     "pump",

@@ -14,16 +14,21 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from .. import dispatch
+from ..drain import release
+from ..notifications import session_notification
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
-from ..routing import BROADCAST, hub, session_group
+from ..routing import BROADCAST, Listener, hub, session_group
 from ..sessions import SessionState, store
 from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event
 from .http import MCPConsumer
 
 
-class SessionOutlet:
-    """Sends everything belonging to a request onto the session's SSE stream, wherever it is."""
+class LegacyStreamOutlet:
+    """Carries a request's messages, its response included, to the session's 2024-11-05 SSE stream.
+
+    Published to the session's group: the stream may be held by another worker.
+    """
 
     def __init__(self, session_id: str) -> None:
         self.group = session_group(session_id)
@@ -32,7 +37,23 @@ class SessionOutlet:
         await hub.publish(self.group, {"kind": "notify", "message": message})
 
 
+def _stream_listener(session: SessionState, queue: asyncio.Queue[Any]) -> Listener:
+    """What the stream carries: every message for the session as it comes (no resumption here)."""
+
+    def on_message(payload: dict[str, Any]) -> None:
+        if payload.get("kind") == "session_ended" and payload.get("session", session.id) == session.id:
+            queue.put_nowait(None)
+            return
+        message = session_notification(session, payload)
+        if message is not None:
+            queue.put_nowait(("message", message))
+
+    return on_message
+
+
 class LegacySSEConsumer(MCPConsumer):
+    transport = "sse"
+
     async def dispatch_http(self, method: str) -> None:
         self.check_origin()
         await self.authenticate()
@@ -57,7 +78,7 @@ class LegacySSEConsumer(MCPConsumer):
             "2024-11-05", {}, {}, self.scope.get("user"), auth.client_id if auth is not None else ""
         )
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        listener = self._session_listener(session, queue)
+        listener = _stream_listener(session, queue)
         try:
             # Inside the try: a join the layer refuses (503) leaves no listener behind.
             await hub.join(session_group(session.id), listener)
@@ -71,7 +92,7 @@ class LegacySSEConsumer(MCPConsumer):
             await hub.leave(session_group(session.id), listener)
             await hub.leave(BROADCAST, listener)
             # Closing the stream ends the session in this transport.
-            await store.end(session.id)
+            await store.end(session.id, self.transport)
 
     async def _pump_legacy(self, session: SessionState, queue: asyncio.Queue[Any]) -> None:
         async def emit(item: tuple[str, dict[str, Any]]) -> bool:
@@ -79,6 +100,8 @@ class LegacySSEConsumer(MCPConsumer):
             return False
 
         # Not ended by a drain: this transport cannot resume, and closing the stream ends the session.
+        # So it does not hold the drain either: it lasts until the server itself stops.
+        release(self.scope)
         await pump(self, queue, emit, drains=False)
 
     async def post_message(self) -> None:
@@ -95,7 +118,7 @@ class LegacySSEConsumer(MCPConsumer):
         session = await dispatch.find_session(sid, caller)
         message = dispatch.classify(dispatch.parse(await self.read_body()))
         await self.empty_response(202)
-        outlet = SessionOutlet(session.id)
+        outlet = LegacyStreamOutlet(session.id)
         if isinstance(message, jsonrpc.Request):
             response: dict[str, Any] | None
             if message.method == "initialize":
@@ -104,7 +127,12 @@ class LegacySSEConsumer(MCPConsumer):
                 except dispatch.Rejected as exc:
                     response = exc.message()
             else:
-                response = await dispatch.handle(self.get_server(), message, session.revision, session, caller, outlet)
+                try:
+                    response = await dispatch.handle(
+                        self.get_server(), message, session.revision, session, caller, outlet
+                    )
+                except dispatch.Rejected as exc:  # answered 202 already: the refusal goes on the stream
+                    response = exc.message()
             if response is not None:
                 await outlet.send(response)
         else:

@@ -30,17 +30,19 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser
+
 from .. import dispatch
+from ..auth.bearer import AuthInfo
 from ..conf import mcp_settings
 from ..dispatch import Caller, Rejected, has_envelope
-from ..engine import Exchange, engine
+from ..notifications import session_notification
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.versions import LATEST_HANDSHAKE, STATELESS_REVISIONS
 from ..routing import BROADCAST, hub, session_group
-from ..server import MCPServer
+from ..server import MCPServer, site
 from ..sessions import SessionState, store
-from ..subscriptions import ListenFilter
 
 logger = logging.getLogger("django_mcp")
 
@@ -170,8 +172,11 @@ class _Writer:
             await asyncio.wait_for(future, 2)
 
 
-class _Outlet:
-    """One request's way out; closed once the client cancels it, so nothing more is sent for it."""
+class StdoutOutlet:
+    """Carries one request's notifications and server->client requests to stdout, as lines.
+
+    Closed once the client cancels the request, so nothing more is written for it.
+    """
 
     def __init__(self, writer: _Writer) -> None:
         self.writer = writer
@@ -194,6 +199,7 @@ class StdioTransport:
         output_fd: int = 1,
         scopes: frozenset[str] | None = None,
         client_id: str = "",
+        token: Any = None,
     ) -> None:
         self.server = server
         self.user = user
@@ -201,14 +207,12 @@ class StdioTransport:
         self.client_id = client_id
         self.auth: Any = None
         if scopes is not None:
-            from ..auth.bearer import AuthInfo
-
-            self.auth = AuthInfo(user=user, client_id=client_id, scopes=scopes)
-        self.caller = Caller(user, self.auth, client_id)
+            self.auth = AuthInfo(user=user, client_id=client_id, scopes=scopes, token=token)
+        self.caller = Caller(user, self.auth, client_id, transport="stdio")
         self.input_fd, self.output_fd = input_fd, output_fd
         self.era: str | None = None
         self.session: SessionState | None = None
-        self.running: dict[jsonrpc.RequestId, tuple[asyncio.Task[Any], _Outlet]] = {}
+        self.running: dict[jsonrpc.RequestId, tuple[asyncio.Task[Any], StdoutOutlet]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._stopping: asyncio.Event | None = None
         self._writer: _Writer | None = None
@@ -316,7 +320,7 @@ class StdioTransport:
             self._start(request, reply=True)
 
     def _start(self, request: jsonrpc.Request, reply: bool) -> asyncio.Task[dict[str, Any] | None]:
-        outlet = _Outlet(self.writer)
+        outlet = StdoutOutlet(self.writer)
         task = self._spawn(self._respond(request, outlet, reply))
         self.running[request.id] = (task, outlet)
 
@@ -327,7 +331,7 @@ class StdioTransport:
         task.add_done_callback(done)
         return task
 
-    async def _respond(self, request: jsonrpc.Request, outlet: _Outlet, reply: bool) -> dict[str, Any] | None:
+    async def _respond(self, request: jsonrpc.Request, outlet: StdoutOutlet, reply: bool) -> dict[str, Any] | None:
         try:
             response = await self._answer(request, outlet)
         except asyncio.CancelledError:
@@ -341,7 +345,7 @@ class StdioTransport:
             await self.writer.write(response)
         return response
 
-    async def _answer(self, request: jsonrpc.Request, outlet: _Outlet) -> dict[str, Any] | None:
+    async def _answer(self, request: jsonrpc.Request, outlet: StdoutOutlet) -> dict[str, Any] | None:
         try:
             if self.era == MODERN:
                 revision = modern_revision(request)
@@ -365,6 +369,8 @@ class StdioTransport:
             return await dispatch.handle(self.server, request, session.revision, session, self.caller, outlet)
         except ProtocolError as exc:
             return jsonrpc.error_message(request.id, exc)
+        except Rejected as exc:  # refused at the door (a scope the token lacks): the error, without a status
+            return exc.message()
 
     async def _initialize(self, request: jsonrpc.Request) -> dict[str, Any]:
         if self.session is not None:
@@ -414,9 +420,7 @@ class StdioTransport:
             return
         task, outlet = running
         outlet.closed = True
-        if self.session is not None and (self.session.id, request_id) in engine.inflight:
-            await engine.cancel(self.session.id, request_id)  # also sets Context.cancelled
-        else:
+        if self.session is None or not await dispatch.cancel_here(self.session.id, request_id):
             task.cancel()
 
     # -- server-initiated messages -------------------------------------------------------
@@ -425,42 +429,18 @@ class StdioTransport:
         session = self.session
         if session is None:
             return
-        kind = payload.get("kind")
-        if kind == "list_changed":
-            self.writer.put(jsonrpc.notification_message(f"notifications/{payload['list']}/list_changed"))
-        elif kind == "resource_updated" and payload.get("uri") in session.subscriptions:
-            self.writer.put(jsonrpc.notification_message("notifications/resources/updated", {"uri": payload["uri"]}))
-        elif kind == "notify" and isinstance(payload.get("message"), dict):
-            self.writer.put(payload["message"])
-        elif kind == "session_ended" and payload.get("session", session.id) == session.id:
+        message = session_notification(session, payload)
+        if message is not None:
+            self.writer.put(message)
+        elif payload.get("kind") == "session_ended" and payload.get("session", session.id) == session.id:
             logger.warning("MCP stdio: session %s was ended elsewhere; exiting", session.id[:8])
             self.stop()
 
-    async def _listen(self, request: jsonrpc.Request, outlet: _Outlet, revision: str) -> None:
+    async def _listen(self, request: jsonrpc.Request, outlet: StdoutOutlet, revision: str) -> None:
         """2026-07-28 ``subscriptions/listen``: acknowledge, then forward opted-in changes until cancelled."""
-        listen_filter = ListenFilter(request)
-        await listen_filter.restrict(
-            self.server, Exchange(self.server, request, revision, None, self.user, None, auth=self.auth)
-        )
-        changes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-        def on_broadcast(payload: dict[str, Any]) -> None:
-            message = listen_filter.notification_for(payload)
-            if message is not None:
-                changes.put_nowait(message)
-
+        listening = await dispatch.listen_filter(self.server, request, revision, self.caller)
         outlet.listen_id = request.id
-        joined: list[str] = []
-        try:
-            for group in listen_filter.groups:
-                await hub.join(group, on_broadcast)
-                joined.append(group)
-            await outlet.send(listen_filter.acknowledgement())
-            while True:
-                await outlet.send(await changes.get())
-        finally:
-            for group in joined:
-                await hub.leave(group, on_broadcast)
+        await listening.listen(outlet.send)
 
     # -- shutdown --------------------------------------------------------------------------
     async def _drain(self) -> None:
@@ -496,10 +476,13 @@ class StdioTransport:
             await hub.leave(BROADCAST, self._on_hub)
             await hub.leave(session_group(session.id), self._on_hub)
             try:
-                await store.end(session.id)
+                await store.end(session.id, "stdio")
             except Exception:
                 logger.exception("MCP stdio: could not mark session %s ended", session.id[:8])
         await self.writer.close()
+        # While the loop still runs: a Redis layer's receive cancelled by asyncio.run's teardown never ends,
+        # and the process would hang after "exiting".
+        await hub.stop()
 
 
 def serve(
@@ -509,31 +492,34 @@ def serve(
     output_fd: int | None = None,
     scopes: frozenset[str] | None = None,
     client_id: str = "",
+    token: Any = None,
 ) -> None:
     """Run the stdio transport in this process until the client closes stdin (or SIGTERM/SIGINT).
 
-    ``user`` is who every request runs as (``AnonymousUser`` when None); ``scopes``
-    and ``client_id`` are those of the access token it came with, if any. Pass the
+    ``user`` is who every request runs as (``AnonymousUser`` when None); ``scopes``,
+    ``client_id`` and ``token`` (its stored row) are those of the access token it came
+    with, if any: the tasks it creates follow that token's revocation. Pass the
     ``output_fd`` from ``protect_stdout`` if it was already called; otherwise it is
     called here.
     """
     if server is None:
-        from .. import site
-
         server = site
     if user is None:
-        from django.contrib.auth.models import AnonymousUser
-
         user = AnonymousUser()
     fd = protect_stdout() if output_fd is None else output_fd
-    transport = StdioTransport(server, user, input_fd=0, output_fd=fd, scopes=scopes, client_id=client_id)
+    transport = StdioTransport(server, user, input_fd=0, output_fd=fd, scopes=scopes, client_id=client_id, token=token)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, transport.stop)
-        await transport.serve()
+        try:
+            await transport.serve()
+        finally:
+            # Before asyncio.run closes the loop: a Redis layer's receive cancelled by a closing loop never
+            # ends, and the process would hang at the end of its input.
+            await hub.stop()
 
     asyncio.run(main())
 

@@ -1,4 +1,8 @@
-"""Settings for the example library project (development only: DEBUG on, SQLite, in-memory channel layer)."""
+"""Settings for the example library project (development: DEBUG on, SQLite, in-memory channel layer).
+
+``DJANGO_PG_NAME`` (with ``DJANGO_PG_HOST``, ``_PORT``, ``_USER``, ``_PASSWORD``) switches to PostgreSQL
+with the database settings of docs/deployment.md.
+"""
 
 import importlib.util
 import os
@@ -69,6 +73,26 @@ DATABASES = {
         "OPTIONS": {"timeout": 20},
     }
 }
+if os.environ.get("DJANGO_PG_NAME"):
+    # PostgreSQL as docs/deployment.md sets it up: one connection pool per worker process serves the
+    # project's own views and the MCP tools alike (`pip install "psycopg[binary,pool]"`).
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": os.environ["DJANGO_PG_NAME"],
+            "USER": os.environ.get("DJANGO_PG_USER", "postgres"),
+            "PASSWORD": os.environ.get("DJANGO_PG_PASSWORD", ""),
+            "HOST": os.environ.get("DJANGO_PG_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("DJANGO_PG_PORT", "5432"),
+            "CONN_MAX_AGE": 0,  # the pool keeps the connections; each request and tool call borrows one
+            "CONN_HEALTH_CHECKS": True,  # the pool checks a connection before lending it
+            "OPTIONS": {
+                "connect_timeout": 5,
+                # processes x max_size must stay under PostgreSQL's max_connections
+                "pool": {"min_size": 2, "max_size": 20, "timeout": 2, "reconnect_timeout": 1},
+            },
+        }
+    }
 
 # One process, so the in-memory layer is enough. With several workers use Redis:
 # {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": ["redis://127.0.0.1:6379"]}}}

@@ -90,7 +90,7 @@ EXAMPLE = ROOT / "example_project"
 EXAMPLE_USER = ("reader", "library-demo")
 
 
-def start_example_server(tmp: Path) -> OAuthServer:
+def start_example_server(tmp: Path, app: str = "example_project.asgi:application", **env: str) -> OAuthServer:
     """The example lending library (``example_project.settings``, OAuth on) on a fresh SQLite file.
 
     Served from its own directory the way ``make demo`` serves it; ``demo_setup`` creates the reader.
@@ -98,12 +98,13 @@ def start_example_server(tmp: Path) -> OAuthServer:
     server = start_oauth_server(
         tmp,
         settings="example_project.settings",
-        app="example_project.asgi:application",
+        app=app,
         cwd=EXAMPLE,
         setup=None,
         db="sqlite",  # the example project knows only SQLite
         PYTHONPATH=os.pathsep.join((str(EXAMPLE), str(ROOT))),
         DJANGO_DB_PATH=str(tmp / "example.sqlite3"),
+        **env,
     )
     server.live.manage("demo_setup")
     return server

@@ -5,8 +5,9 @@ loses every key, as a restarted cache node without persistence does), a fresh Po
 database on the shared server, N real workers (daphne or uvicorn) and a real nginx in
 front of them. nginx runs the configuration printed in docs/deployment.md: the
 harness takes that page's ``nginx`` block and substitutes only the worker ports, the
-``listen`` address and the temporary paths. Workers and Redis are killed and restarted
-by pid, never by name.
+``listen`` address and the temporary paths; the workers run that page's ``daphne`` or
+``uvicorn`` command with only the application and the port changed. Workers and Redis
+are killed and restarted by pid, never by name.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -62,6 +64,27 @@ def documented_nginx_config() -> str:
     match = re.search(r"```nginx\n(.*?)```", DOC.read_text(), re.S)
     assert match, f"{DOC} has no ```nginx block"
     return match.group(1)
+
+
+def documented_command(program: str, app: str, port: int, workers: int = 1) -> list[str]:
+    """The shell command of docs/deployment.md that starts ``program`` (``daphne``, ``uvicorn``, ``gunicorn``)
+    for the ``config.asgi`` or ``config.wsgi`` application ``app`` names, run for ``app`` on ``port``.
+
+    Only what a test must change is changed: the application, the port (``8001``), gunicorn's ``-w`` and
+    the program run as ``python -m`` of this interpreter; every other flag is the guide's.
+    """
+    kind = "config.wsgi:application" if app.endswith("wsgi:application") else "config.asgi:application"
+    for block in re.findall(r"```sh\n(.*?)```", DOC.read_text(), re.S):
+        line = block.replace("\\\n", " ").strip()
+        words = shlex.split(line)
+        if words and words[0] == program and kind in words:
+            break
+    else:
+        raise AssertionError(f"{DOC} has no `{program} ... {kind}` command")
+    args = [app if w == kind else w.replace("8001", str(port)) for w in words[1:]]
+    if "-w" in args:
+        args[args.index("-w") + 1] = str(workers)
+    return [sys.executable, "-m", program, *args]
 
 
 def nginx_config(worker_ports: list[int], listen: int, tmp: Path) -> str:
@@ -176,20 +199,7 @@ class Deployment:
         )
         for i in range(self.workers):
             wport = free_port()
-            if self.server == "uvicorn":
-                args = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(wport)]
-                args += ["--timeout-graceful-shutdown", "5", "--no-access-log", "tests.production.asgi:application"]
-            else:
-                args = [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(wport),
-                    "tests.production.asgi:application",
-                ]
+            args = documented_command(self.server, "tests.production.asgi:application", wport)
             node = Proc(args, self.env, self.tmp / f"worker{i}.log", wport)
             node.start()
             self.nodes.append(node)

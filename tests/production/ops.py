@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import LiveServer, _reachable, free_port, migrate_database, need_service, spawn_server
+from tests.production.harness import documented_command, nginx_config
 
 ACCEPT = "application/json, text/event-stream"
 REVISION = "2025-11-25"
@@ -32,14 +33,6 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
     port = free_port()
     cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
     return _serve([*cmd, *flags], env, log, port, "uvicorn")
-
-
-def start_gunicorn(env: dict[str, str], log: Path, *flags: str) -> LiveServer:
-    """``tests.asgi`` under a gunicorn master with one ``uvicorn_worker.UvicornWorker`` (the documented recipe)."""
-    migrate_database(env)
-    port = free_port()
-    cmd = [sys.executable, "-m", "gunicorn", "tests.asgi:application", "-k", "uvicorn_worker.UvicornWorker"]
-    return _serve([*cmd, "-w", "1", "-b", f"127.0.0.1:{port}", *flags], env, log, port, "gunicorn")
 
 
 def initialize(http: httpx.Client, url: str, revision: str = REVISION) -> str:
@@ -164,50 +157,25 @@ class OwnPostgres:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-NGINX_CONF = """
-worker_processes 1;
-{user}
-events {{ worker_connections 256; }}
-http {{
-    access_log {tmp}/access.log;
-    client_body_temp_path {tmp}/body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    upstream mcp {{
-{servers}
-        keepalive 16;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_buffering off;
-            proxy_read_timeout 120s;
-            # A draining worker answers 503 to work it has not started: send that to another worker.
-            proxy_next_upstream error timeout http_503 non_idempotent;
-        }}
-    }}
-}}
-"""
+def start_documented(
+    program: str, env: dict[str, str], log: Path, app: str, migrate: bool = True, workers: int = 1
+) -> LiveServer:
+    """``app`` served by ``program`` with the command docs/deployment.md gives for it (gunicorn: ``workers``)."""
+    if migrate:
+        migrate_database(env)
+    port = free_port()
+    return _serve(documented_command(program, app, port, workers), env, log, port, program)
 
 
 def start_nginx(tmp: Path, upstream_ports: list[int]) -> tuple[subprocess.Popen[bytes], int]:
-    """nginx in front of ``upstream_ports`` on 127.0.0.1, as the deployment guide configures it."""
-    import os
-
+    """nginx in front of ``upstream_ports`` on 127.0.0.1: the deployment guide's recipe, read from
+    docs/deployment.md with only the ports, the listen address and the temporary paths changed."""
     nginx = Path("/usr/sbin/nginx")
     if not nginx.exists():
         need_service("nginx binary", -1)
     port = free_port()
-    servers = "\n".join(f"        server 127.0.0.1:{p};" for p in upstream_ports)
-    user = "user root;" if os.geteuid() == 0 else ""
     conf = tmp / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(user=user, tmp=tmp, servers=servers, port=port))
+    conf.write_text(nginx_config(upstream_ports, port, tmp))
     process = subprocess.Popen(
         [str(nginx), "-p", str(tmp), "-c", str(conf), "-g", f"daemon off; pid {tmp}/nginx.pid; error_log stderr;"],
         stdout=subprocess.DEVNULL,

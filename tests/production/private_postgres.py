@@ -54,8 +54,9 @@ class PrivatePostgres:
     def _run(self, *args: str, timeout: float = 60) -> None:
         subprocess.run(_as_postgres(*args), check=True, capture_output=True, timeout=timeout)
 
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
+    def start(self, max_connections: int = 100) -> None:
+        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += f" -c max_connections={max_connections}"
         self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
 
     def stop(self) -> None:

@@ -20,6 +20,10 @@ from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from ...auth import initial_tokens
+from ...auth.registration import redirect_uri_allowed
+from ...auth_clients import applications
+from ...models import MCPClient
 from ..users import active_user
 from .mcp_token import parse_duration
 
@@ -27,7 +31,7 @@ GRANTS = {"client_credentials": "client-credentials", "authorization_code": "aut
 
 
 def _scopes(text: list[str] | None) -> list[str]:
-    from oauth2_provider.scopes import get_scopes_backend
+    from oauth2_provider.scopes import get_scopes_backend  # reason: DOT loads only once handle() found it installed
 
     scopes = sorted({s for chunk in text or [] for s in chunk.split()})
     known = set(get_scopes_backend().get_all_scopes())
@@ -66,11 +70,9 @@ class Command(BaseCommand):
         getattr(self, "do_" + options["action"].replace("-", "_"))(options)
 
     def do_create(self, options: dict[str, Any]) -> None:
+        # reason: DOT loads only once handle() found it installed
         from oauth2_provider.generators import generate_client_secret
-        from oauth2_provider.models import get_application_model
-
-        from ...auth.registration import redirect_uri_allowed
-        from ...models import MCPClient
+        from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
 
         scopes = _scopes(options["scopes"])
         grant = options["grant"]
@@ -104,8 +106,6 @@ class Command(BaseCommand):
             self.stdout.write(f"client_secret {secret}")
 
     def do_initial_token(self, options: dict[str, Any]) -> None:
-        from ...auth import initial_tokens
-
         scopes = _scopes(options["scopes"])
         user = active_user(options["service_user"]) if options.get("service_user") else None
         if options["uses"] < 0:
@@ -120,9 +120,6 @@ class Command(BaseCommand):
         self.stdout.write(raw)
 
     def do_set(self, options: dict[str, Any]) -> None:
-        from ...auth_clients import applications
-        from ...models import MCPClient
-
         if not applications([options["client_id"]]).exists():
             raise CommandError(f"No OAuth application with client ID {options['client_id']!r}")
         record = MCPClient.objects.get_or_create(client_id=options["client_id"])[0]

@@ -68,6 +68,11 @@ def _access(obj: Any) -> str:
     return ", ".join(parts) or "-"
 
 
+def _task_mode(tool: Any) -> str:
+    """How the tool runs as an MCP task: ``optional``, ``required``, or ``-`` (never: it answers in the request)."""
+    return str(tool.task_support or "-")
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
@@ -122,12 +127,13 @@ class Command(BaseCommand):
         out += [
             f"Tools ({len(tools)})",
             _table(
-                ["NAME", "ARGUMENTS (* required)", "OUTPUT", "ACCESS", "DESCRIPTION"],
+                ["NAME", "ARGUMENTS (* required)", "OUTPUT", "TASK", "ACCESS", "DESCRIPTION"],
                 [
                     [
                         d["name"],
                         _arguments(d["inputSchema"]),
                         ", ".join((d.get("outputSchema") or {}).get("properties", {})) or "-",
+                        _task_mode(d["_obj"]),
                         _access(d["_obj"]),
                         _short(d.get("description")),
                     ]

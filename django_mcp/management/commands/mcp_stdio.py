@@ -14,11 +14,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from django.apps import apps
+from django.contrib.auth.models import AnonymousUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.module_loading import import_string
 
+from ...auth.bearer import Challenge, verify_token
 from ...conf import mcp_settings
-from ...server import MCPServer
+from ...server import MCPServer, site
 from ...transports import stdio
 from ..users import active_user
 
@@ -32,6 +35,7 @@ class Identity:
     user: Any
     scopes: frozenset[str] | None = None
     client_id: str = ""
+    token: Any = None  # the access token's row: tasks follow its revocation
 
 
 class Command(BaseCommand):
@@ -60,13 +64,16 @@ class Command(BaseCommand):
         identity = self.identity(options.get("user"), os.environ.get(TOKEN_ENV) or None)
         stdio.log_to_stderr(int(options.get("verbosity", 1)))
         stdio.serve(
-            server, identity.user, output_fd=self.protocol_fd, scopes=identity.scopes, client_id=identity.client_id
+            server,
+            identity.user,
+            output_fd=self.protocol_fd,
+            scopes=identity.scopes,
+            client_id=identity.client_id,
+            token=identity.token,
         )
 
     def load_server(self, path: str | None) -> MCPServer:
         if not path:
-            from ... import site
-
             return site
         try:
             server = import_string(path)
@@ -88,19 +95,14 @@ class Command(BaseCommand):
                 f"mcp_stdio refuses to serve anonymously with DJANGO_MCP['AUTH'] = {mcp_settings.AUTH!r}: "
                 f"pass --user USERNAME, or an access token in ${TOKEN_ENV} (manage.py mcp_token makes one)."
             )
-        from django.contrib.auth.models import AnonymousUser
 
         return Identity(AnonymousUser())
 
     def token_identity(self, token: str) -> Identity:
         """Verify ``token`` with the HTTP endpoint's own checks (DOT's validator, user, client, audience)."""
-        from django.apps import apps
-
         if not apps.is_installed("oauth2_provider"):
             raise CommandError(f"${TOKEN_ENV} needs 'oauth2_provider' in INSTALLED_APPS.")
-        from oauth2_provider.settings import oauth2_settings
-
-        from ...auth.bearer import Challenge, verify_token
+        from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once handle() found it installed
 
         # stdio has no URL to match a token's audience (RFC 8707) against: a token this server issued for any
         # of its resources is accepted, so the check is given the token's own first resource.
@@ -112,4 +114,4 @@ class Command(BaseCommand):
             raise CommandError(f"${TOKEN_ENV} is not a valid access token: {exc.description}") from None
         if not getattr(info.user, "is_authenticated", False):
             raise CommandError(f"${TOKEN_ENV} acts for no user.")
-        return Identity(user=info.user, scopes=info.scopes, client_id=info.client_id)
+        return Identity(user=info.user, scopes=info.scopes, client_id=info.client_id, token=info.token)

@@ -10,15 +10,20 @@ has no redirect URI, so nobody can use it to send users through consent.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from typing import Any
+from uuid import uuid4
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
+from oauthlib.common import generate_token
 
+from ...auth_clients import is_client_disabled
+from ...conf import mcp_settings
 from ..users import active_user
 
 DEFAULT_APPLICATION = "mcp_token"
@@ -65,12 +70,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not apps.is_installed("oauth2_provider"):
             raise CommandError("mcp_token needs 'oauth2_provider' in INSTALLED_APPS.")
+        # reason: DOT's models need it in INSTALLED_APPS
         from oauth2_provider.models import get_access_token_model, get_refresh_token_model, set_token_value
-        from oauth2_provider.scopes import get_scopes_backend
-        from oauth2_provider.settings import oauth2_settings
-        from oauthlib.common import generate_token
-
-        from ...auth_clients import is_client_disabled
+        from oauth2_provider.scopes import get_scopes_backend  # reason: DOT loads only once handle() found it installed
+        from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once handle() found it installed
 
         user = active_user(options["user"])
         application = self.load_application(options.get("application"))
@@ -108,14 +111,14 @@ class Command(BaseCommand):
             set_token_value(token, raw)
             token.save()
             if refresh_raw is not None:
+                # A family, as DOT's own issuance gives one: refresh reuse protection revokes by it, and an MCP
+                # task created with the access token follows it to the refreshed token (django_mcp.auth.grants).
                 refresh = get_refresh_token_model()(
-                    user=user, application=application, access_token=token, resource=resources
+                    user=user, application=application, access_token=token, resource=resources, token_family=uuid4()
                 )
                 set_token_value(refresh, refresh_raw)
                 refresh.save()
         if options.get("json"):
-            import json
-
             out: dict[str, Any] = {
                 "access_token": raw,
                 "token_type": "Bearer",
@@ -137,13 +140,11 @@ class Command(BaseCommand):
 
     @staticmethod
     def audience_required() -> bool:
-        from ...conf import mcp_settings
-
         return bool(mcp_settings.AUTH == "oauth" and mcp_settings.REQUIRE_AUDIENCE)
 
     @staticmethod
     def load_application(ref: str | None) -> Any:
-        from oauth2_provider.models import get_application_model
+        from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
 
         model = get_application_model()
         if ref is None:

@@ -9,9 +9,12 @@ from django_mcp import site
 
 from ..api import AuthorViewSet, BookViewSet, book_card
 
+#: Every tool here works on this library's own data: no open world (the HTTP method gives the other hints).
+OWN_DATA = {"openWorldHint": False}
+
 # api_book_list (search, ordering, page) and api_book_retrieve (pk).
-site.register_drf(BookViewSet, basename="api_book")
+site.register_drf(BookViewSet, basename="api_book", annotations=OWN_DATA)
 # api_author_list and api_author_create (DjangoModelPermissionsOrAnonReadOnly decides who sees it).
-site.register_drf(AuthorViewSet, basename="api_author", actions=["list", "create"])
+site.register_drf(AuthorViewSet, basename="api_author", actions=["list", "create"], annotations=OWN_DATA)
 # A plain Django view: its `pk: int` parameter becomes the tool's argument.
-site.register_view(book_card, name="book_card", title="Book card")
+site.register_view(book_card, name="book_card", title="Book card", annotations=OWN_DATA)

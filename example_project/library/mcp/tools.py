@@ -39,10 +39,12 @@ from pydantic import BaseModel, Field
 from django_mcp import Context, Message, ToolError, run_sync, site, user
 from django_mcp.content import ContentBlock, embedded_resource, text
 from django_mcp.exceptions import ResourceNotFound
+from django_mcp.ui import UI
 
 from ..models import Author, Book, Loan, LoanQuerySet
 
-READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+#: A tool that only reads the library's own data (host directories want all three hints set).
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
 
 # -- output types: they become each tool's outputSchema and its structuredContent ---------------------------
@@ -198,7 +200,13 @@ def search_books(
     return SearchResults(total=books.count(), books=[_summary(b) for b in books[:limit]])
 
 
-@site.tool(title="Book details", annotations=READ_ONLY)
+#: The MCP App of the book tools: hosts that render apps (Claude, ChatGPT, VS Code...) show a card, drawn by
+#: these Django templates with each result, whose buttons call lend_book and return_book through the host.
+BOOK_CARD = UI(template="library/ui/book_card.html", css=["library/app.css"], title="Book card")
+LOAN_CARD = UI(template="library/ui/loan_card.html", css=["library/app.css"], title="Loan")
+
+
+@site.tool(title="Book details", annotations=READ_ONLY, ui=BOOK_CARD)
 def book_details(ctx: Context, book_id: int) -> BookDetails:
     """Everything about one book: ISBN, summary, author and its active loans you may see.
 
@@ -238,6 +246,7 @@ def _lend(book_id: int, borrower: str, member: Any, days: int) -> Loan:
     title="Lend a book",
     annotations={"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
     permissions=["library.add_loan"],
+    ui=LOAN_CARD,
 )
 async def lend_book(
     ctx: Context,
@@ -287,6 +296,7 @@ async def lend_book(
     title="Return a book",
     annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
     check=_can_return,
+    ui=LOAN_CARD,
 )
 def return_book(ctx: Context, loan_id: int) -> LoanOut:
     """Record that a lent book came back; its copy goes back on the shelf.

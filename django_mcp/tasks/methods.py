@@ -12,8 +12,13 @@ from a task tool; ``tasks/get`` inlines the result, error or ``inputRequests``;
 ``tasks/update`` delivers answers; ``tasks/cancel`` acknowledges. A client without
 the extension gets -32021 from ``tasks/*`` and from a ``task="required"`` tool.
 
-A task is found only for the user and OAuth client that created it: anyone else
-gets the same -32602 as for an id that never existed.
+A task is found only for the user and OAuth client that created it (an anonymous
+caller's task: only from the session that created it; a 2026-07-28 anonymous task
+only by its unguessable id, since that era has no session and no ``tasks/list``):
+anyone else gets the same -32602 as for an id that never existed.
+
+Importing this module installs the methods and the ``tools/call`` branch on
+``server.hooks`` (``DjangoMCPConfig.ready()`` does): the server imports no tasks code.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from ..exceptions import InvalidParams, MCPError, MethodNotFound
 from ..protocol import cursor
 from ..protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
 from ..protocol.versions import at_least
+from ..server import TaskHooks, hooks
 from ..sync import run_bookkeeping
-from . import EXTENSION, RELATED_TASK
+from . import EXTENSION, RELATED_TASK, store
+from .notify import announce
 
 if TYPE_CHECKING:
     from ..engine import Exchange
@@ -86,11 +93,11 @@ async def create(
     server: MCPServer, tool: Tool, kwargs: dict[str, Any], params: dict[str, Any], ex: Exchange, answers: dict[str, Any]
 ) -> dict[str, Any]:
     """Store and enqueue the task; the ``CreateTaskResult`` of the revision, once ``tasks/get`` can find it."""
-    from . import store
-
     requested = params.get("task")
     ttl = store.ttl_for(requested.get("ttl") if isinstance(requested, dict) and not ex.stateless else None)
     arguments = params.get("arguments")
+    # Taken here, in the request's own context (the bookkeeping thread has none).
+    trace_context = store.trace_carrier() if store.trace_carrier is not None else None
     row = await run_bookkeeping(
         partial(
             store.create,
@@ -98,19 +105,25 @@ async def create(
             tool=tool.name,
             arguments=arguments if isinstance(arguments, dict) else {},
             revision=ex.revision,
-            owner=store.owner_of(ex.user, ex.auth),
-            scopes=sorted(ex.auth.scopes) if ex.auth is not None else None,
+            owner=owner(ex),
+            auth=ex.auth,
             session=ex.session_id,
             client_info=ex.client_info,
             client_capabilities=ex.client_capabilities,
             locale=ex.locale,
             answers=answers,
             ttl_ms=ttl,
+            trace_context=trace_context,
         )
     )
     if ex.stateless:
         return {"resultType": "task", **store.task_v2(row, detailed=False)}
     return {"task": store.task_v1(row)}
+
+
+def owner(ex: Exchange) -> store.Owner:
+    """Whose tasks a request reaches: its user's through its OAuth client, or an anonymous caller's session's."""
+    return store.owner_of(ex.user, ex.auth, ex.session_id)
 
 
 def require_extension(ex: Exchange, what: str) -> None:
@@ -124,28 +137,22 @@ def require_extension(ex: Exchange, what: str) -> None:
 
 
 async def _find(params: dict[str, Any], ex: Exchange) -> MCPTask:
-    from . import store
-
     require_extension(ex, ex.method)
     task_id = params.get("taskId")
     if not isinstance(task_id, str):
         raise InvalidParams("taskId must be a string")
-    row = await run_bookkeeping(store.find, task_id, store.owner_of(ex.user, ex.auth))
+    row = await run_bookkeeping(store.find, task_id, owner(ex))
     if row is None:
         raise InvalidParams("Failed to retrieve task: Task not found")
     return row
 
 
 async def _get(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    from . import store
-
     row = await _find(params, ex)
     return store.task_v2(row, detailed=True) if ex.stateless else store.task_v1(row)
 
 
 async def _update(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    from . import store
-
     if not ex.stateless:
         raise MethodNotFound("Method not found: tasks/update")
     row = await _find(params, ex)
@@ -156,15 +163,13 @@ async def _update(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
     for key, value in responses.items():
         asked = pending.get(key)
         if isinstance(asked, dict):
-            ex._check_answer(str(asked.get("method", "")), key, value)
+            ex.check_answer(str(asked.get("method", "")), key, value)
     if await run_bookkeeping(store.answer, row, responses):
         await _announce(row)
     return {}
 
 
 async def _cancel(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    from . import store
-
     row = await _find(params, ex)
     cancelled = await run_bookkeeping(store.cancel, row)
     if cancelled:
@@ -178,12 +183,10 @@ async def _cancel(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
 
 async def _result(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
     """2025-11-25 ``tasks/result``: wait for the end, asking the client what the tool asks meanwhile."""
-    from . import store
-
     if ex.stateless:
         raise MethodNotFound("Method not found: tasks/result")
     row = await _find(params, ex)
-    owner = store.owner_of(ex.user, ex.auth)
+    mine = owner(ex)
     wait = 0.1
     while not row.is_terminal:
         if row.status == row.INPUT_REQUIRED:
@@ -191,7 +194,7 @@ async def _result(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
             wait = 0.1
         await asyncio.sleep(wait)
         wait = min(wait * 1.5, 1.0)
-        found = await run_bookkeeping(store.find, row.pk, owner)
+        found = await run_bookkeeping(store.find, row.pk, mine)
         if found is None:
             raise InvalidParams("Failed to retrieve task: Task has expired")
         row = found
@@ -210,8 +213,6 @@ async def _result(server: MCPServer, params: dict[str, Any], ex: Exchange) -> di
 
 async def _relay(row: MCPTask, ex: Exchange) -> None:
     """The tool's questions as server->client requests on this stream; the answers resume the task."""
-    from . import store
-
     answers: dict[str, Any] = {}
     for key, request in (row.input_requests or {}).items():
         method = str(request.get("method", ""))
@@ -224,20 +225,16 @@ async def _relay(row: MCPTask, ex: Exchange) -> None:
 
 
 async def _announce(row: MCPTask) -> None:
-    from .notify import announce
-
     await run_bookkeeping(row.refresh_from_db)
     await announce(row)
 
 
 async def _list(server: MCPServer, params: dict[str, Any], ex: Exchange) -> dict[str, Any]:
-    from . import store
-
     if ex.stateless:
         raise MethodNotFound("Method not found: tasks/list")
     size = mcp_settings.PAGE_SIZE
     offset = cursor.decode(params.get("cursor"), "tasks")
-    rows = await run_bookkeeping(store.listing, store.owner_of(ex.user, ex.auth), offset, size)
+    rows = await run_bookkeeping(store.listing, owner(ex), offset, size)
     result: dict[str, Any] = {"tasks": [store.task_v1(r) for r in rows[:size]]}
     if len(rows) > size:
         result["nextCursor"] = cursor.encode(offset + size, "tasks")
@@ -251,3 +248,6 @@ HANDLERS = {
     "tasks/result": _result,
     "tasks/list": _list,
 }
+
+hooks.methods.update(HANDLERS)
+hooks.tasks = TaskHooks(extension=EXTENSION, wants_task=wants_task, create=create)

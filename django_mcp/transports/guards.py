@@ -1,4 +1,6 @@
-"""The HTTP checks every Streamable HTTP front end makes, written once.
+"""HTTP request guards every Streamable HTTP front end applies, written once: origin, auth, types, size.
+
+Not the system checks (``django_mcp.checks``, ``django_mcp.auth.checks``): these run on each request.
 
 The Channels consumer (``transports.http.MCPConsumer``) and the plain Django view
 (``django_mcp.views.mcp_view``, WSGI mode) call these with what they were given:
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..auth.bearer import authenticate_scope
 from ..conf import mcp_settings
 from ..protocol import jsonrpc
 from ..unavailable import unavailable
@@ -44,18 +47,7 @@ def check_origin(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
 async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
     """With ``AUTH = "oauth"``: a valid bearer token (recorded in ``scope``) or a 401/403 ``Challenge``."""
     if mcp_settings.AUTH == "oauth":
-        from ..auth.bearer import authenticate_scope
-
         await authenticate_scope(scope, headers)
-
-
-def check_scopes(scope: dict[str, Any], server: Any, request: jsonrpc.Request, target: Any) -> None:
-    """A token lacking the scopes of the tool/resource/prompt a request names: 403 ``Challenge``."""
-    auth = scope.get("mcp_auth")
-    if auth is not None:
-        from ..auth.bearer import check_scopes as check
-
-        check(scope, server, request, auth, target)
 
 
 def accepts(headers: dict[bytes, bytes], *types: bytes) -> bool:
@@ -108,7 +100,6 @@ __all__ = [
     "authenticate",
     "check_origin",
     "check_post",
-    "check_scopes",
     "failure",
     "header",
     "method_not_allowed",

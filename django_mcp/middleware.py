@@ -1,0 +1,193 @@
+"""MCP middleware: code that wraps every request through the door, as Django's middleware wraps views.
+
+``DJANGO_MCP["MIDDLEWARE"]`` lists dotted paths. Each names a factory (usually a class) called once
+with ``call_next``; the object it returns is called with a ``Call`` for every request that enters
+the door (``dispatch.handle``) — Streamable HTTP, legacy SSE, stdio, the WSGI view, the test client
+and the task worker alike — and returns the JSON-RPC response message (or None when the client
+cancelled the request)::
+
+    class Timing:
+        def __init__(self, call_next):
+            self.call_next = call_next
+
+        async def __call__(self, call):
+            started = time.monotonic()
+            response = await self.call_next(call)
+            call.state["seconds"] = time.monotonic() - started
+            return response
+
+A sync middleware (``__call__`` a plain function) works too, as in Django: it gets a sync
+``call_next`` and runs in a thread, which costs a thread hop per request; the built-in ones are async.
+A middleware refuses a request by raising an ``MCPError`` (the JSON-RPC error the client gets) or a
+``Refused`` (the same, with an HTTP status and headers where the transport has them: 429 and
+``Retry-After`` for ``RateLimited``); it changes arguments through ``call.arguments`` and results by
+editing ``response["result"]``. The first listed is the outermost. A factory that raises Django's
+``MiddlewareNotUsed`` is left out of the chain, as in Django (a feature switched off by a setting costs nothing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import async_to_sync, iscoroutinefunction, sync_to_async
+from django.core.exceptions import MiddlewareNotUsed
+from django.utils.module_loading import import_string
+
+if TYPE_CHECKING:
+    from .engine import Exchange
+
+#: ``await call_next(call)``: the rest of the chain, then the engine; the response message or None.
+CallNext = Callable[["Call"], Awaitable["dict[str, Any] | None"]]
+
+#: Where a request came from: ``Call.transport``.
+TRANSPORTS = ("http", "sse", "stdio", "wsgi", "test", "task", "browser")
+
+
+class Call:
+    """One request as a middleware sees it: what is asked, of what, by whom, through what.
+
+    ``state`` is a dict the middlewares of one request share (as attributes on Django's request).
+    """
+
+    __slots__ = (
+        "address", "auth", "client_id", "exchange", "scope", "started", "state", "task_id", "transport", "user",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        user: Any,
+        auth: Any,
+        client_id: str,
+        transport: str,
+        scope: dict[str, Any] | None = None,
+        address: str | None = None,
+    ) -> None:
+        self.exchange = exchange
+        self.user = user
+        #: The verified OAuth token (``django_mcp.auth.bearer.AuthInfo``), None without one.
+        self.auth = auth
+        #: The OAuth client's id, "" without a token.
+        self.client_id = client_id
+        self.transport = transport
+        #: The ASGI scope of the HTTP request that carries it (its ``headers``, ``client``, ``server`` and
+        #: ``http_version``; ASGI-shaped from ``request.META`` in WSGI mode); None over stdio, in the test
+        #: client and in a task's run.
+        self.scope = scope
+        #: The client's network address (the ASGI scope's ``client``, the WSGI ``REMOTE_ADDR``); None over
+        #: stdio, in the test client and in a task's run. Behind a proxy, the proxy's unless the server is
+        #: told to trust its forwarding headers (``uvicorn --proxy-headers``, daphne ``--proxy-headers``).
+        self.address = address
+        #: The MCP task this request runs (``transport == "task"``), else None.
+        self.task_id: str | None = getattr(exchange, "task_id", None)
+        #: ``time.monotonic()`` when the request entered the door.
+        self.started = time.monotonic()
+        self.state: dict[str, Any] = {}
+
+    @property
+    def method(self) -> str:
+        return self.exchange.method
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The request's params (a dict the handler reads: change it to change what runs)."""
+        return self.exchange.params
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """``tools/call`` and ``prompts/get``: the arguments ({} when none were sent)."""
+        value = self.exchange.params.get("arguments")
+        return value if isinstance(value, dict) else {}
+
+    @arguments.setter
+    def arguments(self, value: dict[str, Any]) -> None:
+        self.exchange.params["arguments"] = value
+
+    @property
+    def request_id(self) -> Any:
+        return self.exchange.request_id
+
+    @property
+    def revision(self) -> str:
+        """The protocol revision the request speaks (``"2025-11-25"``, ``"2026-07-28"``, ...)."""
+        return self.exchange.revision
+
+    @property
+    def session_id(self) -> str | None:
+        """The handshake-era session (``Mcp-Session-Id``); None in the 2026-07-28 stateless era."""
+        return self.exchange.session_id
+
+    @property
+    def scopes(self) -> frozenset[str] | None:
+        """The token's scopes; None without a token."""
+        return self.auth.scopes if self.auth is not None else None
+
+    @property
+    def target(self) -> Any:
+        """The ``Tool``, ``Prompt`` or resource the request names (None: no target, or an unknown one)."""
+        return self.exchange.target
+
+    @property
+    def name(self) -> str | None:
+        """The tool's or prompt's name, or the resource's URI, as the client sent it."""
+        params = self.exchange.params
+        value = params.get("uri") if self.exchange.method.startswith("resources/") else params.get("name")
+        return value if isinstance(value, str) else None
+
+    def __repr__(self) -> str:
+        return f"<Call {self.method} {self.name or ''} via {self.transport}>"
+
+
+class Refusal(dict[str, Any]):
+    """A JSON-RPC error response that is also a refusal with an HTTP status (``Refused``, a missing scope).
+
+    What a middleware gets from ``call_next`` when an inner one refused: a response like any other;
+    the door answers it with ``status`` and ``headers`` where the transport has them.
+    """
+
+    def __init__(self, message: dict[str, Any], status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        super().__init__(message)
+        self.status, self.headers = status, headers
+
+
+def build(
+    paths: Sequence[str | Callable[..., Any]], core: CallNext, guard: Callable[[CallNext], CallNext]
+) -> CallNext | None:
+    """The chain of ``paths`` around ``core``, the first listed outermost (Django's order).
+
+    ``guard`` wraps ``core`` and each middleware, as Django's ``convert_exception_to_response``
+    does: an exception raised inside reaches the middleware around it as the response it stands for.
+    A factory raising ``MiddlewareNotUsed`` is skipped; None when every one was (no chain to run).
+    """
+    handler: CallNext = guard(core)
+    used = False
+    for path in reversed(paths):
+        factory = import_string(path) if isinstance(path, str) else path
+        try:
+            wrapped = _wrap(factory, handler)
+        except MiddlewareNotUsed:
+            continue
+        handler, used = guard(wrapped), True
+    return handler if used else None
+
+
+def _wrap(factory: Callable[..., Any], inner: CallNext) -> CallNext:
+    """One middleware around ``inner``: as it is if async, else in a thread with a sync ``call_next``."""
+    if is_async(factory):
+        return factory(inner)  # type: ignore[no-any-return]
+    instance = factory(async_to_sync(inner))
+    # Not thread_sensitive: one shared thread would run every request's middleware (and the call it wraps) in turn.
+    return sync_to_async(instance, thread_sensitive=False)
+
+
+def is_async(factory: Callable[..., Any]) -> bool:
+    """A class is async when its ``__call__`` is a coroutine function; a function factory when it says so
+    with ``async_capable = True`` (Django's ``async_only_middleware`` decorator sets it), as in Django."""
+    if isinstance(factory, type):
+        return iscoroutinefunction(factory.__call__)
+    return bool(getattr(factory, "async_capable", False))
+
+
+__all__ = ["TRANSPORTS", "Call", "CallNext", "Refusal", "build", "is_async"]

@@ -1,0 +1,49 @@
+"""``MAX_RESULT_BYTES``: a result larger than the cap is replaced by an error that says so, never truncated.
+
+A ``tools/call`` result becomes a tool error (``isError``) naming the size and the cap, which the
+model can read; ``resources/read`` and ``prompts/get`` get a JSON-RPC error with the same figures.
+A task's run goes through the same chain, so an oversized task result is never stored either.
+The size is that of the result serialized as JSON, as it goes on the wire. The ``Limits``
+middleware applies it (a cap is a limit: one middleware, one hop fewer per request).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic_core
+
+from ..conf import mcp_settings
+from ..engine import engine
+from ..exceptions import MCPError
+from ..middleware import Call
+
+#: The methods whose results are measured.
+MEASURED = frozenset({"tools/call", "resources/read", "prompts/get"})
+
+
+class ResultTooLarge(MCPError):
+    code = -32603
+    default_message = "Result too large"
+
+
+def capped(call: Call, response: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``response``, or the error that replaces a result over ``MAX_RESULT_BYTES`` (``ResultTooLarge`` raised)."""
+    cap = mcp_settings.MAX_RESULT_BYTES
+    if cap is None or response is None or call.method not in MEASURED:
+        return response
+    result = response.get("result")
+    if not isinstance(result, dict):
+        return response
+    size = len(pydantic_core.to_json(result))
+    if size <= cap:
+        return response
+    what = f"{call.name!r}" if call.name else "the request"
+    text = f"The result of {what} is {size} bytes, over the server's limit of {cap} bytes (MAX_RESULT_BYTES)"
+    if call.method == "tools/call":
+        error = {"content": [{"type": "text", "text": f"{text}; ask for less."}], "isError": True}
+        return engine.answer(call.exchange, error)
+    raise ResultTooLarge(text, {"reason": "result_too_large", "size": size, "limit": cap})
+
+
+__all__ = ["MEASURED", "ResultTooLarge", "capped"]

@@ -1,0 +1,5 @@
+"""``tests.otel.settings`` under Django's own ASGI handler: the endpoint is ``django_mcp.views.mcp_view``."""
+
+from tests.otel.settings import *  # noqa: F403
+
+ROOT_URLCONF = "tests.urls_django_asgi"

@@ -1,0 +1,114 @@
+"""Every module of django_mcp is in exactly one layer of the import-linter contract (pyproject.toml).
+
+import-linter checks the imports between the layers it is told about; a module left out of
+the contract would escape it, so a new module must be given its layer. An import inside a
+function says why it is not at the top (``# reason: ...``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info < (3, 11):
+    pytest.skip("tomllib is Python 3.11+", allow_module_level=True)
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+UNLAYERED = {"django_mcp", "django_mcp.migrations"}
+
+
+def _modules() -> set[str]:
+    found = set()
+    for path in (ROOT / "django_mcp").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if "migrations" not in parts[:-1]:
+            found.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return found
+
+
+def test_every_module_is_in_one_layer() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    named = [m.strip() for layer in layers for m in layer.replace("|", ":").split(":")]
+    assert len(named) == len(set(named)), "a module is named twice"
+
+    def layer_of(module: str) -> list[str]:
+        return [n for n in named if module == n or module.startswith(n + ".")]
+
+    # Not layered: the lazy public API (the root), the migrations, and a package whose modules
+    # sit in different layers (tasks: its own __init__ is guarded by a forbidden contract).
+    missing = sorted(
+        m
+        for m in _modules()
+        if not layer_of(m) and m not in UNLAYERED and not any(n.startswith(m + ".") for n in named)
+    )
+    assert missing == [], f"modules in no layer of [tool.importlinter]: {missing}"
+    nested = {m: layer_of(m) for m in _modules() if len(layer_of(m)) > 1}
+    assert nested == {}, f"modules in two layers: {nested}"
+
+
+def test_no_import_circle() -> None:
+    """No two modules of django_mcp import each other, directly or around a circle (imports in functions count).
+
+    The layers contract forbids upward imports; this also catches a circle inside one layer.
+    """
+    grimp = pytest.importorskip("grimp")  # import-linter's import graph
+    graph = grimp.build_graph("django_mcp", exclude_type_checking_imports=True)
+    circles = [
+        (module, other)
+        for module in sorted(graph.modules)
+        for other in graph.find_modules_that_directly_import(module)
+        if graph.chain_exists(importer=module, imported=other)
+    ]
+    assert circles == [], f"import circles through: {circles}"
+
+
+REASON = re.compile(r"#\s*reason:\s*\S")
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _function_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """The imports run inside a function body (nested in if/try/with/for blocks too), not under TYPE_CHECKING."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(node, ast.If) and _is_type_checking(node.test) and child in node.body:
+                continue  # annotations only: never runs
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
+                found.append(child)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return found
+
+
+def test_imports_inside_functions_give_a_reason() -> None:
+    """An import stays inside a function only where app loading needs it, and says why (issue 17).
+
+    Anything else goes to the module's top. The reason is a ``# reason: ...`` comment on the
+    import's line or on a comment line just above it, e.g. ``# reason: models need the app registry``.
+    """
+    unexplained = []
+    for path in sorted((ROOT / "django_mcp").rglob("*.py")):
+        if "migrations" in path.relative_to(ROOT).parts:
+            continue
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in _function_imports(ast.parse(source)):
+            own = lines[node.lineno - 1 : node.end_lineno or node.lineno]
+            above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+            if any(REASON.search(line) for line in own) or (above.startswith("#") and REASON.search(above)):
+                continue
+            unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert unexplained == [], "imports inside functions without a '# reason:' comment:\n" + "\n".join(unexplained)
