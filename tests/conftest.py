@@ -60,6 +60,18 @@ def _reachable(port: int) -> bool:
         return False
 
 
+def log_problem(text: str, *needles: str) -> str:
+    """The log around the first of ``needles`` found ("" when none is): what a failing assert should show.
+
+    A worker's log ends with its shutdown lines: the last few thousand characters hid the traceback.
+    """
+    found = [i for i in (text.find(n) for n in needles) if i >= 0]
+    if not found:
+        return ""
+    at = min(found)
+    return f"...{text[max(0, at - 1500) : at + 3500]}..."
+
+
 def need_service(name: str, port: int) -> None:
     """Skip (or fail under CI=true) when a local service is not running."""
     if _reachable(port):

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from django_mcp.lru import LRU
-from tests.conftest import LiveServer, server_env, start_server
+from tests.conftest import LiveServer, log_problem, server_env, start_server
 
 from .ops import ACCEPT, REVISION, OwnPostgres, OwnRedis, health, session_headers
 
@@ -131,7 +131,7 @@ def test_cleanup_cache_bound_and_broadcast(tmp_path: Path) -> None:
         again = server.manage("mcp_cleanup", "--retention", "0")
         assert "idle sessions ended: 0" in again and "ended sessions deleted: 0" in again, again
         log = server.log.read_text(errors="replace")
-        assert "Traceback" not in log and " 500 " not in log, log
+        assert not (bad := log_problem(log, "Traceback", " 500 ")), bad
         print(f"{SESSIONS} sessions created in {created:.1f}s; cache {CACHE_SIZE}; cleanup ended {len(idle)}")
     finally:
         server.stop()

@@ -29,7 +29,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import ROOT, LiveServer, free_port, spawn_server
+from tests.conftest import ROOT, LiveServer, free_port, log_problem, spawn_server
 from tests.production.harness import documented_command
 from tests.production.private_postgres import PrivatePostgres
 
@@ -201,7 +201,7 @@ def test_views_and_mcp_tools_share_a_bounded_pool(
         )
         assert problems == [], problems[:5]
         assert most <= POOL_MAX, f"{most} connections: more than the pool's {POOL_MAX}"
-        assert "too many clients" not in log and "Traceback" not in log, log[-3000:]
+        assert not (bad := log_problem(log, "too many clients", "Traceback")), bad
     finally:
         server.stop()
 

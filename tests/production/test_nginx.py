@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import log_problem
 from tests.production.harness import ACCEPT, Client, Deployment, nginx_config
 
 pytestmark = [pytest.mark.production, pytest.mark.postgres, pytest.mark.redis]
@@ -24,7 +25,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     d.start()
     yield d
     d.stop()
-    assert "Traceback" not in d.logs()
+    assert not (bad := log_problem(d.logs(), "Traceback")), bad
 
 
 def test_config_is_the_documented_one(tmp_path: Path) -> None:

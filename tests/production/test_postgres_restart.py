@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, _reachable, free_port, server_env, stop_process
+from tests.conftest import ROOT, _reachable, free_port, log_problem, server_env, stop_process
 from tests.production.private_postgres import PrivatePostgres
 from tests.rawasync import AsyncRaw, Reply
 
@@ -216,7 +216,7 @@ async def test_postgres_restart(cluster: PrivatePostgres, kind: str, connections
         if not cluster.running():
             cluster.start()
     log = worker.log.read_text(errors="replace")
-    assert " 500 " not in log and "Traceback" not in log, log[-4000:]
+    assert not (bad := log_problem(log, " 500 ", "Traceback")), bad
 
 
 def _connections(cluster: PrivatePostgres, database: str) -> int:
@@ -305,4 +305,4 @@ async def test_bearer_check_while_postgres_is_down(cluster: PrivatePostgres, tmp
         if not cluster.running():
             cluster.start()
     log = worker.log.read_text(errors="replace")
-    assert " 500 " not in log and "Traceback" not in log, log[-4000:]
+    assert not (bad := log_problem(log, " 500 ", "Traceback")), bad

@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import log_problem
 from tests.production.harness import ACCEPT, Client, Deployment, ResumingStream
 from tests.sse import SSEReader
 
@@ -40,7 +41,7 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
     yield d
     d.stop()
     logs = d.logs()
-    assert "Traceback" not in logs and '" 500 ' not in logs, logs[-4000:]
+    assert not (bad := log_problem(logs, "Traceback", '" 500 ')), bad
 
 
 class ListenStream:

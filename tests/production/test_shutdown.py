@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer, server_env
+from tests.conftest import LiveServer, log_problem, server_env
 
 from .ops import call, health, initialize, session_headers, sse_messages, start_documented
 
@@ -252,7 +252,7 @@ def test_sigterm_drains_or_answers_retryable(kind: str, tmp_path: Path) -> None:
         assert exited < SYNC_SECONDS + EXIT_BOUND, f"{kind} took {exited:.1f}s to exit after SIGTERM"
         assert exit_code in (0, -signal.SIGTERM), exit_code
         log = server.log.read_text(errors="replace")
-        assert "Traceback" not in log and " 500 " not in log, log
+        assert not (bad := log_problem(log, "Traceback", " 500 ")), bad
         print(f"{kind}: exited {exited:.2f}s after SIGTERM (grace {GRACE}s), exit code {exit_code}")
     finally:
         server.stop()
@@ -355,7 +355,7 @@ def test_sigterm_behind_nginx_loses_nothing(program: str, tmp_path: Path) -> Non
         assert exit_code in (0, -signal.SIGTERM), exit_code
         for server in (first, second):
             text = server.log.read_text(errors="replace")
-            assert " 500 " not in text and "Traceback" not in text, text[-3000:]
+            assert not (bad := log_problem(text, " 500 ", "Traceback")), bad
         assert '" 503 ' not in log, "the stopping worker refused calls"
     finally:
         if traffic is not None:
@@ -424,7 +424,7 @@ def test_gunicorn_reload_behind_nginx_loses_nothing(tmp_path: Path) -> None:
         assert len(spanning) >= 4 and len(after) >= 4, "no traffic through the reload"
         assert server.process.poll() is None  # the master serves on
         text = server.log.read_text(errors="replace")
-        assert "Traceback" not in text, text[-3000:]
+        assert not (bad := log_problem(text, "Traceback")), bad
     finally:
         if traffic is not None:
             traffic.stop()

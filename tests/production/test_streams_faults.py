@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import log_problem
 from tests.production.harness import Client, Deployment, ResumingStream
 from tests.sse import SSEReader
 
@@ -33,7 +34,7 @@ def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deplo
     yield d
     d.stop()
     logs = d.logs()
-    assert "Traceback" not in logs and '" 500 ' not in logs, logs[-4000:]
+    assert not (bad := log_problem(logs, "Traceback", '" 500 ')), bad
 
 
 def holder(d: Deployment, ended: Any) -> int:
