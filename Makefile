@@ -170,12 +170,15 @@ test:
 			$(JUNIT)/django61.xml $(JUNIT)/django60.xml; \
 		echo "== make test: time per step ==" && cat $(TIMES_FILE); exit $$status
 
-# wrk (Debian's package) is the load generator of every HTTP benchmark.
-bench-deps:
+# wrk (Debian's package) is the load generator of every HTTP benchmark; uvloop and httptools (the `bench`
+# extra, what `uvicorn[standard]` adds) for the runs on that stack. Not in `dev`: the test servers stay on
+# asyncio + h11 unless a test names the stack.
+bench-deps: venv
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	$(BIN)/python -c "import uvloop, httptools" 2>/dev/null || $(BIN)/uv pip install -q --python $(BIN)/python -r pyproject.toml --extra bench
 
 bench: venv bench-deps
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py --uvloop
 
 # CPU time per request, in-process, ours against the floor: a ratio that does not depend on machine load.
 bench-cpu: venv

@@ -110,7 +110,7 @@ class Spec:
     """One server to benchmark."""
 
     impl: str  # ours | floor | view | sdk-stateless | sdk-stateful
-    server: str  # daphne | uvicorn
+    server: str  # daphne | uvicorn (asyncio + h11) | uvicorn+uvloop (uvloop + httptools: ``uvicorn[standard]``)
     app: str
     path: str = "/mcp/"
     env: tuple[tuple[str, str], ...] = ()
@@ -141,8 +141,11 @@ class Server:
         if self.spec.server == "daphne":
             return [py, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port), self.spec.app]
         lifespan = "on" if self.spec.impl.startswith("sdk") else "off"
+        # Named, not "auto": a venv that has uvloop would otherwise change what plain "uvicorn" measures.
+        stack = ("uvloop", "httptools") if self.spec.server == "uvicorn+uvloop" else ("asyncio", "h11")
         return [
             *(py, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(self.port)),
+            *("--loop", stack[0], "--http", stack[1]),
             *("--no-access-log", "--log-level", "warning", "--lifespan", lifespan, self.spec.app),
         ]
 
@@ -234,6 +237,8 @@ SDK_STATEFUL_CASES = (
     Case("sse call (progress)", "call", P.PROGRESS_CALL, SESSION_H, session=True, expect="progress"),
 )
 INIT_CASE = Case("new sessions (initialize)", "initialize", P.initialize(), PLAIN_H, connections=(16,))
+#: The trivial tools, for the uvloop + httptools stack (``--uvloop``).
+UVLOOP_OURS_CASES = tuple(c for c in OURS_CASES if c.method in ("call", "sync") and "progress" not in c.name)
 
 SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
     (Spec("ours", "daphne", "tests.asgi:application"), (*OURS_CASES, INIT_CASE)),
@@ -252,6 +257,17 @@ SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
         (*SDK_STATEFUL_CASES, INIT_CASE),
     ),
 )
+#: ``--uvloop``: ours, the Starlette limit and the SDK again on uvicorn with uvloop and httptools, the stack
+#: ``pip install uvicorn[standard]`` gives (and ``bench-deps`` installs): each compared within its stack.
+UVLOOP_SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
+    (Spec("ours", "uvicorn+uvloop", "tests.asgi:application"), UVLOOP_OURS_CASES),
+    (Spec("starlette", "uvicorn+uvloop", "benchmarks.starlette_floor:app"), STARLETTE_CASES),
+    (
+        Spec("sdk-stateless", "uvicorn+uvloop", "benchmarks.sdk_server:app", env=(("SDK_MODE", "stateless"),)),
+        SDK_STATELESS_CASES,
+    ),
+)
+UVICORN_STACKS = ("uvicorn", "uvicorn+uvloop")
 
 
 @dataclass
@@ -406,7 +422,13 @@ class Bench:
         for d in (self.logdir, self.rawdir):
             d.mkdir(parents=True, exist_ok=True)
         self.migrate()
-        for spec, cases in SPECS:
+        specs = SPECS
+        if self.args.uvloop:
+            import httptools  # noqa: F401 - fail now, not per server: `make bench-deps` installs them
+            import uvloop  # noqa: F401
+
+            specs = SPECS + UVLOOP_SPECS
+        for spec, cases in specs:
             if self.selected(spec):
                 self.bench_server(spec, cases)
         if self.selected(Spec("ours", "daphne", "")) and not self.args.skip_memory:
@@ -550,13 +572,18 @@ def floor_ratio(rows: list[Row], row: Row) -> float | None:
     return row.rps / floor.rps if floor and row.rps else None
 
 
+def _sdk_stack(server: str) -> str:
+    """Where the SDK a row of ours is compared with ran: the same uvicorn stack (daphne: plain uvicorn)."""
+    return server if server in UVICORN_STACKS else "uvicorn"
+
+
 def sdk_ratio(rows: list[Row], row: Row) -> float | None:
     if row.spec.impl != "ours":
         return None
     if row.case.method == "initialize":
         best = _find(rows, "sdk-stateful", "uvicorn", "initialize", row.connections)
     elif row.case.method in ("call", "list", "sync"):
-        best = _find(rows, "sdk-stateless", "uvicorn", row.case.method, row.connections)
+        best = _find(rows, "sdk-stateless", _sdk_stack(row.spec.server), row.case.method, row.connections)
     else:
         return None
     return row.rps / best.rps if best and row.rps else None
@@ -662,39 +689,42 @@ def speed_targets(rows: list[Row]) -> list[str]:
         return "PASS" if ok else "FAIL"
 
     tools = ("json call", "stateless call", "json sync call", "stateless sync call")
-    for server, goal in (("uvicorn", TARGET_SDK_UVICORN), ("daphne", TARGET_SDK_DAPHNE)):
+    servers = (("uvicorn", TARGET_SDK_UVICORN), ("daphne", TARGET_SDK_DAPHNE), ("uvicorn+uvloop", TARGET_SDK_UVICORN))
+    for server, goal in servers:
         for name in tools:
             row = _named(rows, "ours", server, name, c)
-            sdk = _find(rows, "sdk-stateless", "uvicorn", row.case.method, c) if row else None
+            sdk = _find(rows, "sdk-stateless", _sdk_stack(server), row.case.method, c) if row else None
             if row and sdk:
                 ratio = row.rps / sdk.rps
                 lines.append(
                     f"- {verdict(ratio >= goal)} ours on {server}, {name}, ≥ {goal}x the SDK (stateless+JSON): "
                     f"{ratio:.2f}x ({row.rps:,.0f} vs {sdk.rps:,.0f} req/s)"
                 )
-    limit = _named(rows, "starlette", "uvicorn", "call", c)
-    for name in tools:
-        row = _named(rows, "ours", "uvicorn", name, c)
-        if row and limit:
-            ratio = row.rps / limit.rps
-            lines.append(
-                f"- {verdict(ratio >= TARGET_STARLETTE)} ours on uvicorn, {name}, ≥ {TARGET_STARLETTE:.0%} of a bare "
-                f"Starlette endpoint: {ratio:.2f} ({row.rps:,.0f} vs {limit.rps:,.0f} req/s)"
-            )
-    for name in tools:
-        row = _named(rows, "ours", "uvicorn", name, c)
-        sdk = _find(rows, "sdk-stateless", "uvicorn", row.case.method, c) if row else None
-        if row and sdk:
-            lines.append(
-                f"- {verdict(row.p99_ms <= sdk.p99_ms * TARGET_P99_SDK)} ours on uvicorn, {name}, p99 ≤ the SDK's: "
-                f"{row.p99_ms:.2f} vs {sdk.p99_ms:.2f} ms"
-            )
-        if row:
-            ratio = row.p99_ms / row.p50_ms if row.p50_ms else float("inf")
-            lines.append(
-                f"- {verdict(ratio <= TARGET_P99_P50)} ours on uvicorn, {name}, p99 ≤ {TARGET_P99_P50:.0f}x our p50: "
-                f"{ratio:.1f}x ({row.p99_ms:.2f} / {row.p50_ms:.2f} ms)"
-            )
+    for stack in UVICORN_STACKS:
+        limit = _named(rows, "starlette", stack, "call", c)
+        for name in tools:
+            row = _named(rows, "ours", stack, name, c)
+            if row and limit:
+                ratio = row.rps / limit.rps
+                lines.append(
+                    f"- {verdict(ratio >= TARGET_STARLETTE)} ours on {stack}, {name}, ≥ {TARGET_STARLETTE:.0%} of a "
+                    f"bare Starlette endpoint: {ratio:.2f} ({row.rps:,.0f} vs {limit.rps:,.0f} req/s)"
+                )
+    for stack in UVICORN_STACKS:
+        for name in tools:
+            row = _named(rows, "ours", stack, name, c)
+            sdk = _find(rows, "sdk-stateless", stack, row.case.method, c) if row else None
+            if row and sdk:
+                lines.append(
+                    f"- {verdict(row.p99_ms <= sdk.p99_ms * TARGET_P99_SDK)} ours on {stack}, {name}, p99 ≤ the "
+                    f"SDK's: {row.p99_ms:.2f} vs {sdk.p99_ms:.2f} ms"
+                )
+            if row:
+                ratio = row.p99_ms / row.p50_ms if row.p50_ms else float("inf")
+                lines.append(
+                    f"- {verdict(ratio <= TARGET_P99_P50)} ours on {stack}, {name}, p99 ≤ {TARGET_P99_P50:.0f}x our "
+                    f"p50: {ratio:.1f}x ({row.p99_ms:.2f} / {row.p50_ms:.2f} ms)"
+                )
     return lines
 
 
@@ -759,9 +789,16 @@ def main() -> int:
         "--duration", type=int, default=None, help="seconds per measurement (default 10; 3 with --quick)"
     )
     parser.add_argument("--quick", action="store_true", help="3 s per measurement, 16 connections only")
-    parser.add_argument("--only", help="comma-separated subset: ours, floor, view, sdk, daphne, uvicorn")
+    parser.add_argument(
+        "--only", help="comma-separated subset: ours, floor, view, sdk, starlette, daphne, uvicorn, uvicorn+uvloop"
+    )
     parser.add_argument("--sessions", type=int, default=None, help="idle sessions for the memory measurement")
     parser.add_argument("--skip-memory", action="store_true", help="skip the memory measurement")
+    parser.add_argument(
+        "--uvloop",
+        action="store_true",
+        help="also run ours, Starlette and the SDK on uvicorn with uvloop + httptools (uvicorn[standard])",
+    )
     args = parser.parse_args()
 
     atexit.register(_stop_all)

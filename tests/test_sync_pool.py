@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,3 +140,82 @@ async def test_async_to_sync_from_a_sync_tool_reaches_the_event_loop(pool_server
     progress = [m["params"]["progress"] for m in reply.messages if m.get("method") == "notifications/progress"]
     assert progress == [1, 2], reply
     assert reply.result["content"][0]["text"] == "reported", reply
+
+
+# -- connections between calls -----------------------------------------------------------------------------
+def test_a_healthy_sqlite_connection_is_kept_a_failed_or_unfinished_one_closed(
+    tmp_path: Path, django_db_blocker: Any
+) -> None:
+    """``recycle_connections`` (around every pool call) on an SQLite file with ``CONN_MAX_AGE = 0``: kept
+    between calls (Django's ``close_old_connections`` would close it: opening one cost ~1.5 ms a call), but
+    closed after an error or when left inside a transaction."""
+    from django.db.utils import ConnectionHandler
+
+    handler = ConnectionHandler(
+        {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db.sqlite3"), "CONN_MAX_AGE": 0}}
+    )
+    conn = handler["default"]
+    with django_db_blocker.unblock():  # a database of this test's own, not the test database
+        _recycle_an_sqlite_file(conn)
+
+
+def _recycle_an_sqlite_file(conn: Any) -> None:
+    from django_mcp.sync import recycle_connections
+
+    try:
+        conn.ensure_connection()
+        raw = conn.connection
+        conn.close_if_unusable_or_obsolete()  # what Django does after a request: closed at once
+        assert conn.connection is None
+        conn.ensure_connection()
+        raw = conn.connection
+        recycle_connections([conn])
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        recycle_connections([conn])
+        assert conn.connection is raw, "the SQLite connection was closed between two calls"
+
+        conn.errors_occurred = True  # a query failed on it
+        recycle_connections([conn])
+        assert conn.connection is None, "a connection with errors was kept"
+
+        conn.ensure_connection()
+        conn.set_autocommit(False)  # left inside a transaction
+        recycle_connections([conn])
+        assert conn.connection is None, "a connection left in a transaction was kept"
+    finally:
+        conn.close()
+
+
+def _connection_state() -> tuple[bool, int, str]:
+    """In a pool thread: was a connection open when the call began; which thread; the backend."""
+    import threading
+
+    from django.db import connections
+
+    conn = connections["default"]
+    was_open = conn.connection is not None
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return was_open, threading.get_ident(), conn.vendor
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_pool_thread_honours_conn_max_age_except_on_sqlite() -> None:
+    """With ``CONN_MAX_AGE = 0`` (the tests' setting, Django's default) a PostgreSQL connection closes after each
+    pool call, as Django closes it after a request; an SQLite one stays open for the thread's next call."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    from django_mcp.sync import run_bookkeeping
+
+    assert settings.DATABASES["default"].get("CONN_MAX_AGE", 0) == 0
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_BOOKKEEPING_WORKERS": 1}):  # one thread
+        await run_bookkeeping(_connection_state)
+        kept, thread, vendor = await run_bookkeeping(_connection_state)
+        _, same_thread, _ = await run_bookkeeping(_connection_state)
+    assert same_thread == thread
+    if vendor == "sqlite":
+        assert kept, "the SQLite connection was closed between two calls"
+    else:
+        assert not kept, f"a {vendor} connection outlived its call with CONN_MAX_AGE = 0"

@@ -188,7 +188,7 @@ class BatchWriter(Generic[T]):
             atexit.register(self.close)
 
     def _run(self) -> None:
-        from django.db import close_old_connections  # reason: keeps this module free of Django (pytest_plugin)
+        from ..sync import recycle_connections  # reason: keeps this module free of Django (pytest_plugin)
 
         pause = self.interval()
         while True:
@@ -200,11 +200,11 @@ class BatchWriter(Generic[T]):
                 continue
             try:
                 with self._lock:
-                    close_old_connections()
+                    recycle_connections()
                     try:
                         self._drain()
                     finally:
-                        close_old_connections()
+                        recycle_connections()
             except Exception as exc:
                 # The database is away (or refused the batch): keep the items, try again less often.
                 if not self._failing:
