@@ -283,12 +283,16 @@ class Proc:
         self.process.stdin.write(data + b"\n")
         self.process.stdin.flush()
 
-    def recv(self, timeout: float = 20) -> dict[str, Any]:
+    #: How long a read waits: an upper bound only (a line returns at once), as long as a start on a loaded
+    #: machine can take (15-20 s measured in CI, where 20 s ran out before the first answer).
+    WAIT = 60.0
+
+    def recv(self, timeout: float = WAIT) -> dict[str, Any]:
         line = self.lines.get(timeout=timeout)
         assert line, f"server closed stdout; stderr:\n{self.stderr()}"
         return json.loads(line)  # type: ignore[no-any-return]
 
-    def response(self, rid: Any, timeout: float = 20) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def response(self, rid: Any, timeout: float = WAIT) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The response to ``rid`` and the other messages read before it."""
         others: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout

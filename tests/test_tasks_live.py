@@ -139,9 +139,10 @@ def test_stopped_worker_hands_the_task_over(procs: Processes, tmp_path: Path) ->
     wait_for_lines(Path(f"{marker}.runs"), 1)
     began = time.monotonic()
     first.process.send_signal(signal.SIGTERM)
-    first.process.wait(10)  # it stops now, not after the 3 s tool
-    assert time.monotonic() - began < 2.5, "the worker waited for the tool to end"
-    assert not marker.exists()
+    first.process.wait(10)
+    # It stopped the tool, not waited for it: the tool writes the marker only when it runs to its end. (A bound
+    # on the exit time said the same and failed on a loaded machine, the exit itself taking 2.8 s.)
+    assert not marker.exists(), "the worker waited for the tool to end"
     assert attempts(env, task_id) == 1
     procs.worker(env, tmp_path / "worker2.log")
     done = client.wait(task_id, timeout=30)
