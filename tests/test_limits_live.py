@@ -36,26 +36,13 @@ from tests.conftest import (
     start_task_worker,
     stop_process,
 )
-from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
+from tests.oauth.kit import OAuthServer, mint_two_users_two_clients, start_oauth_server, stop_oauth_server
 from tests.task_client import ACCEPT, TASKS, Modern
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "limits-tests", "version": "1"},
 }
-
-MINT = """
-import io
-from django.core.management import call_command
-from oauth2_provider.models import Application
-for name in ("first", "second"):
-    Application.objects.create(name=name, client_type="public", authorization_grant_type="authorization-code",
-        redirect_uris="http://127.0.0.1:9/callback")
-for user, app in (("alice", "first"), ("alice", "second"), ("bob", "first")):
-    out = io.StringIO()
-    call_command("mcp_token", user=user, scope=["mcp"], application=app, resource=[{url!r}], stdout=out)
-    print(out.getvalue().strip())
-"""
 
 
 def own_redis_prefix() -> str:
@@ -106,8 +93,7 @@ def oauth(tmp_path: Path) -> Iterator[tuple[OAuthServer, list[str]]]:
     )
     worker = start_task_worker(server.live.env, tmp_path / "worker.log")
     try:
-        out = server.live.manage("shell", "-c", MINT.format(url=server.url)).strip().splitlines()
-        yield server, out[-3:]
+        yield server, mint_two_users_two_clients(server)
     finally:
         stop_process(worker.process, 5)
         stop_oauth_server(server)

@@ -110,6 +110,27 @@ def start_example_server(tmp: Path, app: str = "example_project.asgi:application
     return server
 
 
+#: Two OAuth clients ("first", "second") and three bearer tokens: alice through each, bob through "first".
+_TWO_USERS_TWO_CLIENTS = """
+import io
+from django.core.management import call_command
+from oauth2_provider.models import Application
+for name in ("first", "second"):
+    Application.objects.create(name=name, client_type="public", authorization_grant_type="authorization-code",
+        redirect_uris="http://127.0.0.1:9/callback")
+for user, app in (("alice", "first"), ("alice", "second"), ("bob", "first")):
+    out = io.StringIO()
+    call_command("mcp_token", user=user, scope=["mcp"], application=app, resource=[{url!r}], stdout=out)
+    print(out.getvalue().strip())
+"""
+
+
+def mint_two_users_two_clients(server: OAuthServer) -> list[str]:
+    """The attack tests' callers: tokens of alice via "first", alice via "second" and bob via "first"."""
+    out = server.live.manage("shell", "-c", _TWO_USERS_TWO_CLIENTS.format(url=server.url))
+    return out.strip().splitlines()[-3:]
+
+
 def stop_oauth_server(server: OAuthServer) -> None:
     server.live.stop()
     if server.live.env["MCP_TEST_DB"] == "postgres":
