@@ -424,8 +424,8 @@ def _stop_now(signum: int, frame: Any) -> None:
     previous = _previous_handlers.get(signum)
     if callable(previous):
         previous(signum, frame)  # db_worker: finish the loop after this task (a second signal exits)
-        if not _interruptible.is_set() or not _running:  # no tool running: the run ends by itself
-            return
+        if not _interruptible.is_set() or all(work.done() for _loop, work, _ex in _running.values()):
+            return  # no tool running (ended, its outcome being stored and announced): the run ends by itself
     raise KeyboardInterrupt
 
 
