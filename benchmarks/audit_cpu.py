@@ -63,6 +63,9 @@ async def measure(
             audit.writer.wake()
             while len(audit.writer):  # the thread writes the rest (sleeping costs no CPU)
                 await asyncio.sleep(0.002)
+            # It takes its last batch out of the buffer before writing it: wait for that write too
+            # (``flush`` holds the writer's lock; nothing is left for it to write).
+            await asyncio.to_thread(audit.writer.flush)
 
     for round_ in range(repeat + 1):  # the first round warms up
         for mode, middleware in MODES.items():

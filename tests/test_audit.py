@@ -462,6 +462,37 @@ def test_the_writer_thread_writes_in_batches_off_the_calling_thread() -> None:
     writer.stop()
 
 
+def test_what_arrives_during_a_write_waits_for_a_full_batch_or_a_wake() -> None:
+    """Not written at once in a small batch of its own: under steady load that made every row cost about
+    twice as much (a transaction per handful of rows, and the GIL traded around each statement)."""
+    batches: list[list[int]] = []
+    writing, go_on = threading.Event(), threading.Event()
+
+    def sink(batch: list[int]) -> None:
+        writing.set()
+        assert go_on.wait(10)
+        batches.append(batch)
+
+    writer = _writer(sink, interval=lambda: 3600.0)
+    for n in range(3):  # a full batch wakes the thread early
+        writer.add(n)
+    assert writing.wait(10)
+    writer.add(3)  # while [0, 1, 2] is being written
+    writer.add(4)
+    go_on.set()
+    _until(lambda: batches == [[0, 1, 2]])
+    time.sleep(0.3)
+    assert batches == [[0, 1, 2]] and len(writer) == 2  # two of three: they wait
+    writer.add(5)  # a full batch again
+    _until(lambda: batches == [[0, 1, 2], [3, 4, 5]])
+    writer.add(6)
+    time.sleep(0.2)
+    assert len(writer) == 1
+    writer.wake()  # what a drain asks: everything buffered, now
+    _until(lambda: batches == [[0, 1, 2], [3, 4, 5], [6]])
+    writer.stop()
+
+
 def test_a_failing_database_keeps_the_records_until_it_is_back(caplog: pytest.LogCaptureFixture) -> None:
     """An outage is logged once, in one line without a traceback (audit.writer's ``away``); the rest with one."""
     written: list[int] = []

@@ -98,6 +98,8 @@ class BatchWriter(Generic[T]):
         self._lock = threading.Lock()  # one writer at a time (thread, flush, exit): order kept, nothing twice
         self._thread: threading.Thread | None = None
         self._stopping = False
+        #: ``wake()`` asked for everything buffered (not only whole batches).
+        self._urgent = False
         self._exit_hook = False
         #: Items dropped because the buffer was full, since the process started.
         self.dropped = 0
@@ -146,13 +148,16 @@ class BatchWriter(Generic[T]):
         with self._lock:
             return self._drain()
 
-    def _drain(self) -> int:
+    def _drain(self, limit: int | None = None) -> int:
+        """Write the buffered items, or the ``limit`` oldest, a batch at a time; how many were written."""
         written = 0
         items = self._items
-        while items:
+        left = len(items) if limit is None else limit
+        while items and left > 0:
             batch: list[T] = []
-            for _ in range(min(self.batch_size(), len(items))):
+            for _ in range(min(self.batch_size(), len(items), left)):
                 batch.append(items.popleft())
+            left -= len(batch)
             try:
                 self._write(batch)
             except BaseException:
@@ -168,6 +173,7 @@ class BatchWriter(Generic[T]):
 
     def wake(self) -> None:
         """Ask the thread to write what is buffered now (a drain is starting)."""
+        self._urgent = True
         self._wake.set()
 
     def discard(self) -> None:
@@ -192,17 +198,25 @@ class BatchWriter(Generic[T]):
 
         pause = self.interval()
         while True:
-            self._wake.wait(pause)
+            early = self._wake.wait(pause)
             self._wake.clear()
+            urgent, self._urgent = self._urgent, False
             if self._stopping:
                 return
-            if not self._items:
+            # What is buffered now, not what arrives while it is written: draining on and on in small
+            # batches costs each row far more (a transaction each, and the serving thread and this one
+            # trading the GIL around every statement). Woken early by a full batch: whole batches
+            # only; the rest waits for the next one or the interval.
+            todo = len(self._items)
+            if early and not urgent:
+                todo -= todo % max(1, self.batch_size())
+            if not todo:
                 continue
             try:
                 with self._lock:
                     recycle_connections()
                     try:
-                        self._drain()
+                        self._drain(todo)
                     finally:
                         recycle_connections()
             except Exception as exc:
@@ -255,6 +269,7 @@ class BatchWriter(Generic[T]):
         self._items = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._urgent = False
         self._thread = None if self._threaded() else _NO_THREAD
 
 
