@@ -34,6 +34,7 @@ from .conf import mcp_settings
 from .lru import LRU
 from .models import MCPSession
 from .routing import hub, long_lived, session_group
+from .session_read import live_session
 from .sync import run_bookkeeping
 from .unavailable import Unavailable
 from .writelock import write_transaction
@@ -268,7 +269,7 @@ class SessionStore:
         return state
 
     async def _read(self, sid: str) -> SessionState | None:
-        """WSGI mode: the session from the database on every request, one SELECT.
+        """WSGI mode: the session from the database on every request, one SELECT (compiled once: ``session_read``).
 
         ``last_seen`` is written only once it is ``SESSION_REVALIDATE_INTERVAL`` old, as a
         worker with a cache writes it, so concurrent requests of one session do not queue
@@ -278,7 +279,7 @@ class SessionStore:
             return None
         now = timezone.now()
         idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-        row = await run_bookkeeping(MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).first)
+        row = await run_bookkeeping(live_session, sid, idle)
         if row is None:
             return None
         if now - row.last_seen >= timedelta(seconds=mcp_settings.SESSION_REVALIDATE_INTERVAL) and not await self._touch(
