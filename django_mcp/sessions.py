@@ -35,7 +35,7 @@ from .lru import LRU
 from .models import MCPSession
 from .routing import hub, long_lived, session_group
 from .session_read import live_session
-from .sync import run_bookkeeping
+from .sync import read_bookkeeping, run_bookkeeping
 from .unavailable import Unavailable
 from .writelock import write_transaction
 
@@ -279,7 +279,7 @@ class SessionStore:
             return None
         now = timezone.now()
         idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-        row = await run_bookkeeping(live_session, sid, idle)
+        row = await read_bookkeeping(live_session, sid, idle)
         if row is None:
             return None
         if now - row.last_seen >= timedelta(seconds=mcp_settings.SESSION_REVALIDATE_INTERVAL) and not await self._touch(

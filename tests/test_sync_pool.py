@@ -219,3 +219,35 @@ async def test_a_pool_thread_honours_conn_max_age_except_on_sqlite() -> None:
         assert kept, "the SQLite connection was closed between two calls"
     else:
         assert not kept, f"a {vendor} connection outlived its call with CONN_MAX_AGE = 0"
+
+
+def _unreachable() -> None:
+    from django.db import OperationalError
+
+    raise OperationalError("connection refused")
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_plain_read_hop_is_the_same_pool_and_request_cycle() -> None:
+    """``read_bookkeeping`` (WSGI mode's per-request session read) skips asgiref's ``SyncToAsync``, nothing else:
+    the bookkeeping pool's thread and its kept or closed connection, the caller's contextvars, and a database
+    that cannot serve still reported as ``DatabaseUnavailable`` (503), not a 500."""
+    import contextvars
+
+    from django.conf import settings
+    from django.test import override_settings
+
+    from django_mcp.sync import read_bookkeeping, run_bookkeeping
+    from django_mcp.unavailable import DatabaseUnavailable
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="")
+    marker.set("from the caller")
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_BOOKKEEPING_WORKERS": 1}):  # one thread
+        await run_bookkeeping(_connection_state)
+        kept, thread, vendor = await read_bookkeeping(_connection_state)
+        _, same_thread, _ = await run_bookkeeping(_connection_state)
+        assert await read_bookkeeping(marker.get) == "from the caller"
+        with pytest.raises(DatabaseUnavailable):
+            await read_bookkeeping(_unreachable)
+    assert same_thread == thread
+    assert kept == (vendor == "sqlite"), (kept, vendor)
