@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def configure_sdk(sample: float | None = None) -> None:
-    """Set the global tracer and meter providers (once per process); ``sample``: the share of traces kept."""
+def configure_sdk(sample: float | None = None, *, install: bool = True) -> tuple[Any, Any]:
+    """Set the global tracer and meter providers (once per process); ``sample``: the share of traces kept.
+
+    ``install=False``: only make them (``telemetry.py --sdk-floor`` uses them directly). Returns both.
+    """
     from opentelemetry import metrics, trace
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, PeriodicExportingMetricReader
@@ -35,6 +38,9 @@ def configure_sdk(sample: float | None = None) -> None:
 
     provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(sample)) if sample is not None else None)
     provider.add_span_processor(BatchSpanProcessor(NoSpans()))
-    trace.set_tracer_provider(provider)
     reader = PeriodicExportingMetricReader(NoMetrics(), export_interval_millis=1000)
-    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    meter_provider = MeterProvider(metric_readers=[reader])
+    if install:
+        trace.set_tracer_provider(provider)
+        metrics.set_meter_provider(meter_provider)
+    return provider, meter_provider

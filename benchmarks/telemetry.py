@@ -18,9 +18,12 @@ the providers unset (the API's no-op tracer and meter): what this package's own 
 ``--rps`` measures requests per second instead, as ``run.py`` does: real daphne and uvicorn servers
 (``benchmarks.settings_otel``, telemetry off and on in turns) under ``wrk``, 16 connections.
 
+``--sdk-floor`` measures the OpenTelemetry SDK alone doing what one request asks of it, with the
+span and measurement attributes a real request records (``sdk_floor``).
+
 Usage: ``python benchmarks/telemetry.py [--requests 2000] [--repeat 5] [--connections 1]
 [--level asgi,uvicorn] [--only "json call,stateless call"] [--sample 0.1 | --no-sdk]
-[--rps [--seconds 5] [--servers daphne,uvicorn]]``
+[--rps [--seconds 5] [--servers daphne,uvicorn]] [--sdk-floor]``
 """
 
 from __future__ import annotations
@@ -173,6 +176,86 @@ def rps(args: argparse.Namespace) -> int:
     return 0
 
 
+async def sdk_floor(args: argparse.Namespace) -> int:
+    """What the OpenTelemetry SDK alone costs a request, with the very attributes our telemetry records.
+
+    One ``stateless call`` through the application with ``TELEMETRY`` on, into in-memory exporters,
+    gives the span's name, kind and attributes and the duration measurement's attributes. Then the SDK
+    alone, set up as ``otel_noop`` sets it up (a ``BatchSpanProcessor`` and a periodic metric reader
+    exporting to nowhere, providers of their own), does per request what ``operations.otel`` asks of
+    it: start the span, make it current and not, end it, record the duration. The budget of the
+    operations issue is 15% of a trivial call's CPU (``--level uvicorn``'s "none" column).
+    """
+    from django.conf import settings
+    from django.test import override_settings
+    from opentelemetry import context as otel_context
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from benchmarks.otel_noop import configure_sdk
+    from tests.asgi import application
+
+    spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    capture = TracerProvider()
+    capture.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(capture)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+    case = next(c for c in cpu.CASES if c.name == "stateless call")
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "TELEMETRY": True}):
+        status, body, _ = await cpu.asgi_request(application, cpu._headers(case.headers), case.body)
+    cpu.check("telemetry on", status, body)
+    (span,) = spans.get_finished_spans()
+    points = [
+        point
+        for resource in reader.get_metrics_data().resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "mcp.server.operation.duration"
+        for point in metric.data.data_points
+    ]
+    span_attributes, metric_attributes = dict(span.attributes or {}), dict(points[0].attributes)
+    print(f"span {span.name!r}: {len(span_attributes)} attributes; duration: {len(metric_attributes)}", file=sys.stderr)
+
+    tracer_provider, meter_provider = configure_sdk(None, install=False)
+    tracer = tracer_provider.get_tracer("floor")
+    histogram = meter_provider.get_meter("floor").create_histogram(
+        "mcp.server.operation.duration", unit="s", explicit_bucket_boundaries_advisory=[0.01, 0.1, 1, 10]
+    )
+
+    def span_alone(attributes: dict[str, Any] | None) -> None:
+        started = tracer.start_span(span.name, None, span.kind, attributes)
+        token = otel_context.attach(trace.set_span_in_context(started))
+        otel_context.detach(token)
+        started.end()
+
+    measures: dict[str, Any] = {
+        "span, its attributes": lambda: span_alone(span_attributes),
+        "span, no attributes": lambda: span_alone(None),
+        "duration, its attributes": lambda: histogram.record(0.001, metric_attributes),
+        "duration, no attributes": lambda: histogram.record(0.001),
+    }
+    n = args.requests * 10
+    best = dict.fromkeys(measures, float("inf"))
+    for _ in range(args.repeat):
+        for name, measure in measures.items():
+            gc.collect()
+            start = time.process_time()
+            for _ in range(n):
+                measure()
+            await asyncio.sleep(1.2)  # the batch processor's and the reader's threads do their part
+            best[name] = min(best[name], (time.process_time() - start) / n * 1e6)
+    print("\n| the SDK alone, per request | µs |\n|---|--:|")
+    for name, us in best.items():
+        print(f"| {name} | {us:.1f} |")
+    total = best["span, its attributes"] + best["duration, its attributes"]
+    print(f"| **span + duration, as recorded** | **{total:.1f}** |")
+    return 0
+
+
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=2000)
@@ -183,6 +266,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--sample", type=float, help="share of traces the SDK's sampler keeps (default: all)")
     parser.add_argument("--no-sdk", action="store_true", help="no SDK: the API's no-op tracer and meter (ours alone)")
     parser.add_argument("--rps", action="store_true", help="req/s of real servers under wrk instead")
+    parser.add_argument("--sdk-floor", action="store_true", help="the SDK alone, with our spans' attributes")
     parser.add_argument("--seconds", type=int, default=5, help="--rps: seconds per wrk run")
     parser.add_argument("--servers", default="daphne,uvicorn", help="--rps: which servers")
     return parser.parse_args()
@@ -195,4 +279,4 @@ if __name__ == "__main__":
     if options.rps:
         sys.exit(rps(options))
     call_command("migrate", verbosity=0, interactive=False)
-    sys.exit(asyncio.run(main(options)))
+    sys.exit(asyncio.run(sdk_floor(options) if options.sdk_floor else main(options)))
