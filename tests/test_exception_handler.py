@@ -17,6 +17,7 @@ from django_mcp import Context, dispatch
 from django_mcp.auth.bearer import AuthInfo
 from django_mcp.exceptions import InputRequired, exception_handler, is_legacy_handler
 from django_mcp.protocol.jsonrpc import Request
+from django_mcp.routing import hub
 from django_mcp.server import MCPServer
 from django_mcp.sessions import SessionState
 
@@ -107,7 +108,12 @@ async def _call(
         }
     request = Request(request_id, "tools/call", params)
     caller = dispatch.Caller(user, auth, auth.client_id if auth is not None else "")
-    got = await dispatch.handle(server, request, revision, session, caller)
+    try:
+        got = await dispatch.handle(server, request, revision, session, caller)
+    finally:
+        # A session's call may join the hub (its session group), which then receives on this test's loop:
+        # with the Redis layer, a receive cancelled by a closing loop may never end (routing.Hub.stop).
+        await hub.stop()
     assert got is not None
     return got
 
