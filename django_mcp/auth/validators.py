@@ -6,6 +6,7 @@ import hashlib
 from datetime import timedelta
 from typing import Any
 
+from django.db import router
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
@@ -71,7 +72,11 @@ class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no
 
     # -- authorization code replay ---------------------------------------------------------------
     def save_bearer_token(self, token: dict[str, Any], request: Any, *args: Any, **kwargs: Any) -> Any:
-        result = super().save_bearer_token(token, request, *args, **kwargs)
+        # django-oauth-toolkit's own atomic block reads before it writes (a refresh: the old tokens,
+        # select_for_update, then deletes them): on SQLite that upgrade failed at once with "database is
+        # locked" (a 500 at the token endpoint) when another connection wrote meanwhile (seen in CI).
+        with write_transaction(router.db_for_write(get_access_token_model())):
+            result = super().save_bearer_token(token, request, *args, **kwargs)
         if getattr(request, "grant_type", None) == "authorization_code":
             request.mcp_issued = (token.get("access_token") or "", token.get("refresh_token") or "")
         return result
