@@ -34,11 +34,11 @@ class _Read:
         queryset = MCPSession.objects.using(alias).filter(id=_ID, ended__isnull=True, last_seen__gte=since)
         compiler = queryset.order_by()[:1].query.get_compiler(alias)
         self.sql, params = compiler.as_sql()
-        self.id_at = [i for i, value in enumerate(params) if value == _ID]
-        self.since_at = [i for i, value in enumerate(params) if i not in self.id_at]
-        if len(self.id_at) != 1 or len(self.since_at) != 1:  # not the statement this was written for
+        if len(params) != 2 or params.count(_ID) != 1:  # not the statement this was written for
             raise RuntimeError(f"django_mcp: unexpected session query parameters: {params!r}")
-        self.params = list(params)
+        #: Where the id and the cut-off go among the statement's two parameters.
+        self.id_at = list(params).index(_ID)
+        self.since_at = 1 - self.id_at
         field = MCPSession._meta.get_field("last_seen")
         assert isinstance(field, models.DateTimeField)
         self.field = field
@@ -49,9 +49,9 @@ class _Read:
         self.connection = connection
 
     def row(self, sid: str, since: datetime) -> MCPSession | None:
-        params = self.params[:]
-        params[self.id_at[0]] = sid
-        params[self.since_at[0]] = self.field.get_db_prep_value(since, self.connection)
+        params: list[Any] = [None, None]
+        params[self.id_at] = sid
+        params[self.since_at] = self.field.get_db_prep_value(since, self.connection)
         with self.connection.cursor() as cursor:
             cursor.execute(self.sql, params)
             found = cursor.fetchone()
