@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types
-from django.db import transaction
 from pydantic import BaseModel, TypeAdapter
 
 from . import rates
@@ -28,6 +27,7 @@ from .context import Context
 from .protocol import extensions
 from .signature import Signature
 from .sync import user_pool
+from .writelock import tool_transaction
 
 #: How a tool runs as an MCP task (``@site.tool(task=...)``; ``django_mcp.tasks`` runs them).
 TaskSupport = Literal["optional", "required", "forbidden"]
@@ -122,6 +122,11 @@ class Tool(Guard):
         self.wrap_output = sig.wrap_output
         self._runner = fn if self.is_async else user_pool.wrap(self._call_sync)
 
+    @property
+    def read_only(self) -> bool:
+        """Annotated ``readOnlyHint: true``: on SQLite its transaction never takes the write lock."""
+        return bool(self.annotations and self.annotations.get("readOnlyHint") is True)
+
     def _call_sync(self, **kwargs: Any) -> Any:
         """Run a sync tool in its thread, in a savepoint when ``ATOMIC_TOOL_CALLS`` is on.
 
@@ -131,7 +136,7 @@ class Tool(Guard):
         requests, where a transaction spanning ``await`` points cannot live.
         """
         if mcp_settings.ATOMIC_TOOL_CALLS:
-            with transaction.atomic():
+            with tool_transaction(read_only=self.read_only):
                 return self.fn(**kwargs)
         return self.fn(**kwargs)
 

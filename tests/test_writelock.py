@@ -1,9 +1,11 @@
-"""``write_transaction``: a read-then-write on SQLite waits for another writer instead of failing.
+"""``write_transaction``, ``tool_transaction``: a read-then-write on SQLite waits for the other writer.
 
 Real SQLite files and two real connections (two threads): one holds the write lock for a while,
 the other reads and then writes. Plain ``atomic()`` fails with "database is locked" (what the
 OAuth registration view answered as a 500 while the audit writer was inserting); the package's
-``write_transaction()`` waits and writes.
+``write_transaction()`` waits and writes. A sync tool's ``tool_transaction()`` (``ATOMIC_TOOL_CALLS``)
+does the same from its first query, and takes no lock before it (a tool that never queries, or a
+read-only one, runs beside a writer).
 """
 
 from __future__ import annotations
@@ -18,17 +20,19 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connections, transaction
 
-from django_mcp.writelock import write_transaction
+from django_mcp import MCPServer
+from django_mcp.writelock import tool_transaction, write_transaction
 
 ALIAS = "writelock"
 
 
 @pytest.fixture
-def sqlite_file(tmp_path: Path, django_db_blocker: Any) -> Iterator[str]:
+def sqlite_file(tmp_path: Path, django_db_blocker: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     """An alias of its own on a SQLite file, outside any test transaction (two connections must really meet)."""
     django_db_blocker.unblock()
     settings = connections.settings
-    own = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "lock.sqlite3"), "OPTIONS": {"timeout": 10}}
+    options = {"timeout": 10, **getattr(request, "param", {})}
+    own = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "lock.sqlite3"), "OPTIONS": options}
     settings[ALIAS] = connections.configure_settings({"default": settings["default"], ALIAS: own})[ALIAS]
     with connections[ALIAS].cursor() as cursor:
         cursor.execute("CREATE TABLE t (n integer)")
@@ -89,3 +93,101 @@ def test_plain_atomic_fails_and_write_transaction_waits() -> None:
 def test_inside_an_atomic_block_it_is_a_savepoint() -> None:
     with transaction.atomic(), write_transaction():
         assert connections["default"].in_atomic_block
+
+
+def rows() -> list[int]:
+    with connections[ALIAS].cursor() as cursor:
+        cursor.execute("SELECT n FROM t ORDER BY rowid")
+        return [n for (n,) in cursor.fetchall()]
+
+
+def timed(fn: Any) -> float:
+    started = time.monotonic()
+    fn()
+    return time.monotonic() - started
+
+
+@pytest.mark.usefixtures("sqlite_file")
+def test_a_writing_tool_waits_from_its_first_query() -> None:
+    held = threading.Event()
+    other = hold_the_write_lock(held, 0.8)
+    waited = timed(lambda: read_then_write(tool_transaction(read_only=False, using=ALIAS)))
+    other.join()
+    assert waited >= 0.5 and rows() == [1, 2]
+
+    def nested() -> None:  # the tool's own atomic() before its first query: a savepoint inside the held-back BEGIN
+        with tool_transaction(read_only=False, using=ALIAS):
+            read_then_write(transaction.atomic(using=ALIAS))
+
+    held.clear()
+    other = hold_the_write_lock(held, 0.8)
+    waited = timed(nested)
+    other.join()
+    assert waited >= 0.5 and rows() == [1, 2, 1, 2]
+
+
+@pytest.mark.usefixtures("sqlite_file")
+def test_no_lock_before_the_first_query_nor_for_a_read_only_tool() -> None:
+    held = threading.Event()
+    other = hold_the_write_lock(held, 1.5)
+    try:
+
+        def no_query() -> None:
+            with tool_transaction(read_only=False, using=ALIAS):
+                time.sleep(0.01)
+
+        def read_only() -> None:
+            with tool_transaction(read_only=True, using=ALIAS), connections[ALIAS].cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM t")
+                assert cursor.fetchone() == (0,)  # the other's insert is not committed
+
+        assert timed(no_query) < 0.5
+        assert timed(read_only) < 0.5
+    finally:
+        other.join()
+
+
+@pytest.mark.usefixtures("sqlite_file")
+def test_a_failing_tool_rolls_back_begun_or_not() -> None:
+    class Refused(Exception):
+        pass
+
+    with pytest.raises(Refused), tool_transaction(read_only=False, using=ALIAS):
+        raise Refused
+    with pytest.raises(Refused), tool_transaction(read_only=False, using=ALIAS), connections[ALIAS].cursor() as cursor:
+        cursor.execute("INSERT INTO t VALUES (3)")
+        raise Refused
+    assert rows() == []
+    with tool_transaction(read_only=False, using=ALIAS), connections[ALIAS].cursor() as cursor:
+        cursor.execute("INSERT INTO t VALUES (4)")
+    assert rows() == [4] and not connections[ALIAS].in_atomic_block
+
+
+@pytest.mark.parametrize("sqlite_file", [{"transaction_mode": "DEFERRED"}], indirect=True)
+@pytest.mark.usefixtures("sqlite_file")
+def test_a_configured_transaction_mode_is_kept() -> None:
+    held = threading.Event()
+    other = hold_the_write_lock(held, 0.8)
+    try:
+        with pytest.raises(OperationalError, match="locked"):
+            read_then_write(tool_transaction(read_only=False, using=ALIAS))
+    finally:
+        other.join()
+
+
+def test_a_tool_is_read_only_by_its_annotation() -> None:
+    site = MCPServer("writelock")
+
+    @site.tool(annotations={"readOnlyHint": True})
+    def look() -> str:
+        return ""
+
+    @site.tool(annotations={"readOnlyHint": False, "destructiveHint": False})
+    def change() -> str:
+        return ""
+
+    @site.tool
+    def unsaid() -> str:
+        return ""
+
+    assert [site.tools[name].read_only for name in ("look", "change", "unsaid")] == [True, False, False]
