@@ -50,3 +50,27 @@ if _OPS:
     elif _OPS != "default":
         _wanted = _OPS.split(",")
         DJANGO_MCP["MIDDLEWARE"] = [p for p in DEFAULT_MIDDLEWARE if any(f".{w}." in p for w in _wanted)]
+
+# GC_FREEZE (on by default): MCP_BENCH_GC_FREEZE=0 measures without it.
+DJANGO_MCP["GC_FREEZE"] = os.environ.get("MCP_BENCH_GC_FREEZE", "1") == "1"
+
+# MCP_BENCH_GC_LOG=<prefix>: each server process appends its full collections (and any collection over 5 ms) to
+# <prefix>.<pid>, with how long each stopped the process: how the sync tools' p99 tail was traced (docs/performance.md).
+if os.environ.get("MCP_BENCH_GC_LOG"):
+    import gc
+    import sys
+    import time
+
+    _gc_log = open(f"{os.environ['MCP_BENCH_GC_LOG']}.{os.getpid()}", "a", buffering=1)
+    _gc_log.write(" ".join(sys.argv) + "\n")
+    _gc_started = [0.0]
+
+    def _gc_callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            _gc_started[0] = time.perf_counter()
+            return
+        ms = (time.perf_counter() - _gc_started[0]) * 1e3
+        if ms > 5 or info["generation"] == 2:
+            _gc_log.write(f"generation {info['generation']}: {ms:.1f} ms, {info['collected']} collected\n")
+
+    gc.callbacks.append(_gc_callback)

@@ -9,6 +9,7 @@ from django.core.asgi import get_asgi_application as django_asgi
 from django.urls import path, re_path
 
 from .conf import mcp_settings
+from .heap import freeze_startup_heap
 
 
 def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
@@ -26,6 +27,7 @@ def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
     from .transports.sse_legacy import LegacySSEConsumer  # reason: needs the models; imported before django.setup()
 
     strict.ensure([server if server is not None else site])
+    freeze_startup_heap()  # startup is over: what is loaded now lives as long as the process
     prefix = (prefix or mcp_settings.ENDPOINT).strip("/")
     base = f"{prefix}/" if prefix else ""
     kwargs = {"server": server} if server is not None else {}

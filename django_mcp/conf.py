@@ -74,6 +74,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     SYNC_WORKERS: int
     SYNC_QUEUE_TIMEOUT: float
     SYNC_BOOKKEEPING_WORKERS: int
+    GC_FREEZE: bool
     UNAVAILABLE_RETRY_AFTER: int
     ACCEPTED_AUDIENCES: Sequence[str]
     REGISTRATION_MAX_BODY_SIZE: int
@@ -362,6 +363,8 @@ SETTINGS: dict[str, Setting] = {
     "SYNC_QUEUE_TIMEOUT": _seconds("django_mcp.E131", zero=True, default=30),
     # Threads for the package's own queries (sessions, bearer tokens): never queued behind a tool.
     "SYNC_BOOKKEEPING_WORKERS": _int("django_mcp.E132", default=4),
+    # gc.freeze() the heap loaded at startup: a full collection then walks only what was made since (django_mcp.heap).
+    "GC_FREEZE": _bool("django_mcp.E193", default=True),
     # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
     "UNAVAILABLE_RETRY_AFTER": _int("django_mcp.E133", minimum=0, default=2),
     # -- OAuth security (production issue) --
@@ -576,6 +579,7 @@ class MCPSettings:
     SYNC_WORKERS: int
     SYNC_QUEUE_TIMEOUT: float
     SYNC_BOOKKEEPING_WORKERS: int
+    GC_FREEZE: bool
     UNAVAILABLE_RETRY_AFTER: int
     ACCEPTED_AUDIENCES: Sequence[str]
     REGISTRATION_MAX_BODY_SIZE: int

@@ -29,7 +29,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from . import browsable, dispatch
+from . import browsable, dispatch, heap
 from .auth.challenge import Challenge
 from .conf import mcp_settings
 from .dispatch import Caller, Rejected
@@ -226,6 +226,8 @@ def _error(exc: Rejected) -> HttpResponse:
 
 async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     """The endpoint for ``server`` (default ``django_mcp.site``): what ``mcp_view`` and ``mcp_view_for`` run."""
+    if not heap.done:  # the first request: the URLconf, hence startup, is loaded only now
+        heap.freeze_startup_heap()
     token = long_lived.set(False)
     try:
         exchange = ViewRequest(request, server or dispatch.default_site())

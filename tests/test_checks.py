@@ -134,6 +134,7 @@ BAD: dict[str, list[Any]] = {
     "SYNC_WORKERS": [12.0, 0],
     "SYNC_QUEUE_TIMEOUT": [None, -1],
     "SYNC_BOOKKEEPING_WORKERS": ["4", 0],
+    "GC_FREEZE": ["yes", 1],
     "UNAVAILABLE_RETRY_AFTER": [2.5, -1],
     "ACCEPTED_AUDIENCES": ["https://mcp.example.com/mcp/", ["mcp.example.com"], ["https://x.example/#frag"]],
     "REGISTRATION_MAX_BODY_SIZE": ["16k", 0],
