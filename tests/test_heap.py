@@ -55,19 +55,24 @@ def run(code: str, tmp_path: Path, settings: str, **overrides: object) -> dict[s
     return result
 
 
+def grown(frozen: dict[str, object]) -> int:
+    """Objects frozen since ``before`` (Python 3.12 starts with a few hundred in the permanent generation)."""
+    before, after = frozen["before"], frozen["after"]
+    assert isinstance(before, int) and isinstance(after, int)
+    return after - before
+
+
 def test_importing_the_asgi_application_freezes_what_startup_loaded(tmp_path: Path) -> None:
     frozen = run(ASGI, tmp_path, "tests.settings")
-    assert frozen["before"] == 0
-    assert isinstance(frozen["after"], int) and frozen["after"] > 50_000  # Django, the project, the registry
+    assert grown(frozen) > 50_000  # Django, the project, the registry
     assert isinstance(frozen["tracked"], int)
-    assert frozen["tracked"] < frozen["after"] // 10  # what a full collection still walks
+    assert frozen["tracked"] < grown(frozen) // 10  # what a full collection still walks
 
 
 def test_the_wsgi_view_freezes_at_its_first_request(tmp_path: Path) -> None:
     frozen = run(WSGI, tmp_path, "tests.settings_wsgi")
     assert frozen["status"] == ["204 No Content", "204 No Content"]
-    assert frozen["before"] == 0  # the URLconf, hence the view, loads with the first request
-    assert isinstance(frozen["after"], int) and frozen["after"] > 50_000
+    assert grown(frozen) > 50_000  # not before: the URLconf, hence the view, loads with the first request
     assert frozen["again"] == frozen["after"]  # once per process
 
 
@@ -77,4 +82,4 @@ BOTH = [(ASGI, "tests.settings"), (WSGI, "tests.settings_wsgi")]
 @pytest.mark.parametrize("code,settings", BOTH, ids=["asgi", "wsgi"])
 def test_gc_freeze_off_leaves_the_collector_alone(tmp_path: Path, code: str, settings: str) -> None:
     frozen = run(code, tmp_path, settings, GC_FREEZE=False)
-    assert frozen["after"] == 0
+    assert grown(frozen) == 0
