@@ -37,7 +37,7 @@ from .routing import hub, long_lived, session_group
 from .session_read import live_session
 from .sync import read_bookkeeping, run_bookkeeping
 from .unavailable import Unavailable
-from .writelock import write_transaction
+from .writelock import serialized_write, write_transaction
 
 logger = logging.getLogger("django_mcp")
 
@@ -195,6 +195,7 @@ class SessionStore:
         user_id = owner_id(user)
         sid = new_session_id()
         await run_bookkeeping(
+            serialized_write,
             MCPSession.objects.create,
             id=sid,
             protocol_version=revision,
@@ -256,7 +257,9 @@ class SessionStore:
         now = timezone.now()
         idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
         updated = await run_bookkeeping(
-            MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).update, last_seen=now
+            serialized_write,
+            MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=idle).update,
+            last_seen=now,
         )
         return bool(updated == 1)
 
@@ -304,7 +307,9 @@ class SessionStore:
 
     async def update(self, state: SessionState, **fields: Any) -> None:
         """Persist a change of session state (rare: initialized, log level, subscriptions)."""
-        updated = await run_bookkeeping(MCPSession.objects.filter(id=state.id, ended__isnull=True).update, **fields)
+        updated = await run_bookkeeping(
+            serialized_write, MCPSession.objects.filter(id=state.id, ended__isnull=True).update, **fields
+        )
         if not updated:  # ended meanwhile (DELETE, the admin, expiry): never cache it again
             self._local.pop(state.id, None)
             return
@@ -365,7 +370,7 @@ class SessionStore:
     async def end(self, sid: str, transport: str | None = None) -> bool:
         """End session ``sid`` (DELETE, or its transport ended); ``transport`` ended it (``Call.transport``)."""
         updated = await run_bookkeeping(
-            MCPSession.objects.filter(id=sid, ended__isnull=True).update, ended=timezone.now()
+            serialized_write, MCPSession.objects.filter(id=sid, ended__isnull=True).update, ended=timezone.now()
         )
         self._local.pop(sid, None)
         await announce_end(sid)

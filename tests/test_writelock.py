@@ -21,7 +21,7 @@ import pytest
 from django.db import OperationalError, connections, transaction
 
 from django_mcp import MCPServer
-from django_mcp.writelock import tool_transaction, write_transaction
+from django_mcp.writelock import _locks, serialized_write, sqlite_writer, tool_transaction, write_transaction
 
 ALIAS = "writelock"
 
@@ -191,3 +191,43 @@ def test_a_tool_is_read_only_by_its_annotation() -> None:
         return ""
 
     assert [site.tools[name].read_only for name in ("look", "change", "unsaid")] == [True, False, False]
+
+
+@pytest.mark.usefixtures("sqlite_file")
+def test_the_process_writers_take_turns_and_the_next_starts_at_once() -> None:
+    """Two of this process's threads: the second writer waits on the turn, not in SQLite's sleep-and-retry."""
+    held, events = threading.Event(), []
+
+    def first() -> None:
+        with write_transaction(using=ALIAS), connections[ALIAS].cursor() as cursor:
+            cursor.execute("INSERT INTO t VALUES (1)")
+            held.set()
+            time.sleep(0.5)
+            events.append(("first done", time.monotonic()))
+        connections[ALIAS].close()
+
+    def insert(n: int) -> None:
+        with connections[ALIAS].cursor() as cursor:
+            cursor.execute("INSERT INTO t VALUES (%s)", [n])
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert held.wait(5)
+    with sqlite_writer(ALIAS):
+        events.append(("second starts", time.monotonic()))
+        serialized_write(insert, 2)  # reentrant: the same thread's turn again
+    thread.join()
+    (first_label, done), (second_label, starts) = events
+    assert (first_label, second_label) == ("first done", "second starts")
+    assert starts - done < 0.05  # SQLite's own retry would have slept 100 ms slots by then
+    assert rows() == [1, 2]
+
+
+@pytest.mark.django_db
+def test_only_sqlite_takes_a_turn() -> None:
+    with sqlite_writer():
+        lock = _locks.get("default")
+        if connections["default"].vendor == "sqlite":
+            assert lock is not None and lock._is_owned()  # type: ignore[attr-defined]
+        else:
+            assert lock is None  # PostgreSQL: nothing serialized in the process

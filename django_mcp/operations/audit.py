@@ -34,6 +34,7 @@ from ..drain import drain
 from ..middleware import Call, CallNext, Refusal
 from ..models import MCPCallRecord
 from ..protocol.jsonrpc import dumps
+from ..writelock import sqlite_writer
 from . import calllog
 from .redaction import pattern, redact
 from .writer import BatchWriter
@@ -133,7 +134,7 @@ def write(batch: list[Entry]) -> None:
     connection = connections[db]
     insert = _statement(connection)
     try:
-        with transaction.atomic(using=db), connection.cursor() as cursor:
+        with sqlite_writer(db), transaction.atomic(using=db), connection.cursor() as cursor:
             if insert.copy is not None:  # PostgreSQL with psycopg 3: COPY, a row at a time in C
                 with connection.wrap_database_errors, cursor.cursor.copy(insert.copy) as copy:
                     for entry in batch:
