@@ -45,13 +45,15 @@ def _writer_lock(alias: str) -> threading.RLock:
 def sqlite_writer(using: str | None = None) -> Iterator[None]:
     """On SQLite, hold this process's write turn for database ``using``; elsewhere, nothing.
 
-    Reentrant (a write inside another on the same thread). Waits at most the database's
-    ``timeout`` option (Python's default, 5 s), then goes on without it: SQLite's own lock
-    still decides, as before.
+    Reentrant (a write inside another on the same thread). Not taken inside a transaction (a sync
+    tool's reaching back into the loop for a session write runs on the tool's thread): that
+    thread may hold SQLite's lock already, and waiting here for a writer that waits for it would
+    stall both until a timeout. Waits at most the database's ``timeout`` option (Python's
+    default, 5 s), then goes on without it: SQLite's own lock still decides, as before.
     """
     alias = using or DEFAULT_DB_ALIAS
     connection = connections[alias]
-    if connection.vendor != "sqlite":
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
         yield
         return
     lock = _writer_lock(alias)

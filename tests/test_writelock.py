@@ -223,7 +223,7 @@ def test_the_process_writers_take_turns_and_the_next_starts_at_once() -> None:
     assert rows() == [1, 2]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # autocommit: inside the test's transaction no turn is taken
 def test_only_sqlite_takes_a_turn() -> None:
     with sqlite_writer():
         lock = _locks.get("default")
@@ -231,3 +231,30 @@ def test_only_sqlite_takes_a_turn() -> None:
             assert lock is not None and lock._is_owned()  # type: ignore[attr-defined]
         else:
             assert lock is None  # PostgreSQL: nothing serialized in the process
+
+
+@pytest.mark.usefixtures("sqlite_file")
+def test_no_turn_is_taken_inside_a_transaction() -> None:
+    """A thread inside a transaction (a sync tool's) never waits for the turn: it may hold SQLite's lock already."""
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with sqlite_writer(ALIAS):
+            held.set()
+            release.wait(1)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(5)
+
+        def write_turn() -> None:
+            with sqlite_writer(ALIAS):
+                pass
+
+        with transaction.atomic(using=ALIAS):
+            assert timed(write_turn) < 0.5
+        assert timed(write_turn) >= 0.5  # outside it, the turn is waited for (the holder keeps it for a second)
+    finally:
+        release.set()
+        thread.join()
