@@ -106,15 +106,12 @@ class _BeginAtFirstQuery:
         self.state = 0  # 0: atomic()'s BEGIN not seen yet, 1: held back, 2: begun (or not ours to hold)
 
     def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
-        if self.state == 2:
-            return execute(sql, params, many, context)
-        if self.state == 0:
-            self.state = 1 if sql == "BEGIN" else 2  # anything else: a Django that begins otherwise; run as it is
-            if self.state == 1:
-                return None
-            return execute(sql, params, many, context)
+        if self.state == 0 and sql == "BEGIN":  # anything else first: a Django that begins otherwise; run as it is
+            self.state = 1
+            return None
+        if self.state == 1:
+            execute("BEGIN IMMEDIATE", None, False, context)  # waits for the lock up to the ``timeout`` option
         self.state = 2
-        execute("BEGIN IMMEDIATE", None, False, context)  # waits for the lock up to the ``timeout`` option
         return execute(sql, params, many, context)
 
 
@@ -128,12 +125,11 @@ def tool_transaction(*, read_only: bool, using: str | None = None) -> Iterator[N
     deferred for one that is (it never needs the write lock).
     """
     connection = transaction.get_connection(using)
-    if connection.vendor != "sqlite" or read_only or connection.in_atomic_block:
-        with transaction.atomic(using=using):
-            yield
-        return
-    connection.ensure_connection()  # the mode is read from the connection's settings when it connects
-    if connection.transaction_mode is not None:
+    held_back = connection.vendor == "sqlite" and not read_only and not connection.in_atomic_block
+    if held_back:
+        connection.ensure_connection()  # the mode is read from the connection's settings when it connects
+        held_back = connection.transaction_mode is None
+    if not held_back:
         with transaction.atomic(using=using):
             yield
         return

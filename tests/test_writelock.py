@@ -66,17 +66,22 @@ def read_then_write(block: AbstractContextManager[Any]) -> None:
         cursor.execute("INSERT INTO t VALUES (2)")
 
 
-@pytest.mark.usefixtures("sqlite_file")
-def test_plain_atomic_fails_and_write_transaction_waits() -> None:
+def fails_while_another_writes(block: AbstractContextManager[Any]) -> None:
+    """``read_then_write`` in ``block`` fails with "database is locked" while another connection writes."""
     held = threading.Event()
     other = hold_the_write_lock(held, 0.8)
     try:
         with pytest.raises(OperationalError, match="locked"):
-            read_then_write(transaction.atomic(using=ALIAS))
+            read_then_write(block)
     finally:
         other.join()
 
-    held.clear()
+
+@pytest.mark.usefixtures("sqlite_file")
+def test_plain_atomic_fails_and_write_transaction_waits() -> None:
+    fails_while_another_writes(transaction.atomic(using=ALIAS))
+
+    held = threading.Event()
     other = hold_the_write_lock(held, 0.8)
     started = time.monotonic()
     read_then_write(write_transaction(using=ALIAS))
@@ -166,13 +171,7 @@ def test_a_failing_tool_rolls_back_begun_or_not() -> None:
 @pytest.mark.parametrize("sqlite_file", [{"transaction_mode": "DEFERRED"}], indirect=True)
 @pytest.mark.usefixtures("sqlite_file")
 def test_a_configured_transaction_mode_is_kept() -> None:
-    held = threading.Event()
-    other = hold_the_write_lock(held, 0.8)
-    try:
-        with pytest.raises(OperationalError, match="locked"):
-            read_then_write(tool_transaction(read_only=False, using=ALIAS))
-    finally:
-        other.join()
+    fails_while_another_writes(tool_transaction(read_only=False, using=ALIAS))
 
 
 def test_a_tool_is_read_only_by_its_annotation() -> None:
