@@ -20,7 +20,7 @@ export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 export UV_COMPILE_BYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-models bench-sync bench-memory bench-tasks venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-models bench-sync bench-memory bench-tasks bench-drf venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -177,8 +177,18 @@ bench-deps: venv
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -c "import uvloop, httptools" 2>/dev/null || $(BIN)/uv pip install -q --python $(BIN)/python -r pyproject.toml --extra bench
 
+# Every speed target of the project, each printed PASS or FAIL; exits 1 if one fails (after running them all).
 bench: venv bench-deps
-	$(BIN)/python benchmarks/run.py --uvloop
+	status=0; \
+	$(BIN)/python benchmarks/run.py --uvloop || status=1; \
+	$(BIN)/python benchmarks/operations.py || status=1; \
+	$(BIN)/python benchmarks/wsgi_peers.py --only ours-wsgi,django-mcpz || status=1; \
+	$(BIN)/python benchmarks/drf_tool.py || status=1; \
+	exit $$status
+
+# A DRF view as an MCP tool against the same view (example project, PostgreSQL, OAuth; 1 worker, 2 behind nginx).
+bench-drf: venv bench-deps
+	$(BIN)/python benchmarks/drf_tool.py
 
 # CPU time per request, in-process, ours against the floor: a ratio that does not depend on machine load.
 bench-cpu: venv

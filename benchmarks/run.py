@@ -293,15 +293,15 @@ class Memory:
 
 
 # -- HTTP helpers -----------------------------------------------------------------------------------------
-def open_session(client: httpx.Client, url: str, request_id: int = 0) -> str:
-    """initialize + notifications/initialized; returns the Mcp-Session-Id."""
-    reply = client.post(url, content=P.initialize(request_id), headers=P.ACCEPT)
+def open_session(client: httpx.Client, url: str, request_id: int = 0, headers: dict[str, str] | None = None) -> str:
+    """initialize + notifications/initialized, with extra ``headers`` (a bearer token); returns the Mcp-Session-Id."""
+    extra = headers or {}
+    reply = client.post(url, content=P.initialize(request_id), headers={**P.ACCEPT, **extra})
     reply.raise_for_status()
     sid = str(reply.headers.get("mcp-session-id") or "")
     if not sid:
         raise RuntimeError(f"initialize returned no Mcp-Session-Id: {reply.status_code} {reply.text[:300]}")
-    headers = {**P.session_headers(), "Mcp-Session-Id": sid}
-    done = client.post(url, content=P.INITIALIZED, headers=headers)
+    done = client.post(url, content=P.INITIALIZED, headers={**P.session_headers(), **extra, "Mcp-Session-Id": sid})
     if done.status_code != 202:
         raise RuntimeError(f"notifications/initialized: {done.status_code} {done.text[:300]}")
     return sid

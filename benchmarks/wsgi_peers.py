@@ -239,7 +239,31 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-def main() -> None:
+#: The speed issue's WSGI targets: ours ≥ 1.2x django-mcpz (same tool, same workers), the session path ≥ 0.8x stateless.
+TARGET_MCPZ, TARGET_SESSION = 1.2, 0.8
+
+
+def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """Each WSGI target with its ratio and PASS or FAIL (empty when a side of it did not run)."""
+    rps = {(label, case): r["rps"] for label, case, r in rows}
+    stateless = rps.get(("ours-wsgi", "2026-07-28 tools/call"))
+    session = rps.get(("ours-wsgi", "2025-11-25 session tools/call"))
+    mcpz = rps.get(("django-mcpz", "2026-07-28 tools/call"))
+    lines = []
+    if stateless and mcpz:
+        ratio = stateless / mcpz
+        verdict = "PASS" if ratio >= TARGET_MCPZ else "FAIL"
+        lines.append(f"- {verdict} ours in WSGI mode, 2026-07-28, ≥ {TARGET_MCPZ}x django-mcpz: {ratio:.2f}x")
+    if stateless and session:
+        ratio = session / stateless
+        verdict = "PASS" if ratio >= TARGET_SESSION else "FAIL"
+        lines.append(
+            f"- {verdict} ours in WSGI mode, a 2025-11-25 session ≥ {TARGET_SESSION}x the stateless path: {ratio:.2f}x"
+        )
+    return lines
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=8)
@@ -321,7 +345,12 @@ def main() -> None:
     print("|---|---|--:|--:|--:|--:|")
     for label, case, r in rows:
         print(f"| {label} | {case} | {r['rps']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} |")
+    lines = targets(rows)
+    if lines:
+        print("\nTargets:\n" + "\n".join(lines))
+    errors = any(r["errors"] for _, _, r in rows)
+    return 1 if errors or any(line.startswith("- FAIL") for line in lines) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -358,6 +358,65 @@ def test_client_disconnect_mid_stream(raw: Raw, mcp_server: LiveServer) -> None:
     # The socket is gone mid-stream; the server carries on serving others.
 
 
+def _hang_up_mid_body(port: int) -> None:
+    """A POST announcing 100 bytes of body, 10 of them sent, then the socket closed."""
+    head = (
+        f"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: {ACCEPT}\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: 100\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head + b"\r\n" + b'{"jsonrpc"')
+
+
+def test_a_client_gone_before_its_body_ends_gets_nothing_and_raises_nothing() -> None:
+    """In process, the consumer the servers run: a disconnect while the body is read ends the request quietly."""
+    import asyncio
+
+    from django_mcp.transports.http import MCPConsumer
+
+    sent: list[dict[str, Any]] = []
+    messages = [{"type": "http.request", "body": b'{"jsonrpc"', "more_body": True}, {"type": "http.disconnect"}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp/",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"), (b"accept", ACCEPT.encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    asyncio.run(MCPConsumer.as_asgi()(scope, receive, send))  # raised CancelledError into the server before
+    assert sent == [] and messages == []
+
+
+def test_a_client_gone_before_its_body_ends_leaves_no_traceback_under_uvicorn(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """uvicorn logged "Exception in ASGI application" with a traceback for each such client (wrk ending a run)."""
+    from tests.conftest import server_env
+    from tests.production.ops import start_uvicorn
+
+    tmp = tmp_path_factory.mktemp("gone")
+    server = start_uvicorn(server_env(tmp), tmp / "uvicorn.log")
+    try:
+        for _ in range(5):
+            _hang_up_mid_body(server.port)
+        raw = Raw(server)
+        assert raw.modern("server/discover").status_code == 200  # and the server serves on
+        time.sleep(0.3)  # the last hang-up reaches the consumer
+        log = server.log.read_text()
+        assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+    finally:
+        server.stop()
+
+
 # -- the stateless era ----------------------------------------------------------------------------------
 
 

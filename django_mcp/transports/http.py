@@ -42,6 +42,10 @@ VERSION_HEADER = b"mcp-protocol-version"
 _slow = Later(0.01)
 
 
+class ClientGone(Exception):
+    """The client hung up before its request body arrived: nothing to answer, nothing to log."""
+
+
 def _uncancel(task: asyncio.Task[Any]) -> None:
     """Python 3.11+: forget a cancellation the request handled, so later timeouts in this task behave."""
     cancelling = getattr(task, "cancelling", None)
@@ -89,6 +93,10 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             await self.error_response(exc)
         except Challenge as challenge:
             await self.error_response(dispatch.challenge_rejection(challenge))
+        except ClientGone:
+            # Not an error of ours or the client's (wrk ending a run, a host timing out): raised into the
+            # server, it would log "Exception in ASGI application" with a traceback for each one.
+            return
         except asyncio.CancelledError:
             # Shutdown cancelled work that had not answered yet (a batch): a retryable 503, not silence.
             if not drain.draining or self.responded or not self.connected:
@@ -187,7 +195,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             message = await self._receive()
             if message["type"] == "http.disconnect":
                 self.connected = False
-                raise asyncio.CancelledError()
+                raise ClientGone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
