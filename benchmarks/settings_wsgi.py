@@ -9,3 +9,8 @@ WSGI_APPLICATION = "benchmarks.wsgi.application"
 MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
 # The admin (not benchmarked) wants the middleware of a full project.
 SILENCED_SYSTEM_CHECKS = [*SILENCED_SYSTEM_CHECKS, "admin.E408", "admin.E409", "admin.E410"]  # noqa: F405
+
+# Persistent connections, as docs/deployment.md advises for gunicorn's sync workers (each worker's thread lives as
+# long as the process): the session read of a handshake-era request then runs on the worker's own thread and
+# connection (django_mcp.sessions.prefetch) instead of hopping to a bookkeeping thread.
+DATABASES["default"]["CONN_MAX_AGE"] = 60  # noqa: F405

@@ -21,11 +21,13 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.db import connections, router
 from django.db.models import F
 from django.dispatch import Signal
 from django.utils import timezone
@@ -280,9 +282,14 @@ class SessionStore:
         """
         if len(sid) > 64:
             return None
-        now = timezone.now()
-        idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-        row = await read_bookkeeping(live_session, sid, idle)
+        early = prefetched.get()
+        if early is not None and early.sid == sid:
+            prefetched.set(None)  # once: a later read in this request sees what the request changed
+            now, row = early.now, early.row
+        else:
+            now = timezone.now()
+            idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
+            row = await read_bookkeeping(live_session, sid, idle)
         if row is None:
             return None
         if now - row.last_seen >= timedelta(seconds=mcp_settings.SESSION_REVALIDATE_INTERVAL) and not await self._touch(
@@ -449,6 +456,49 @@ async def announce_ended(ids: list[str]) -> None:
     payload = {"kind": "sessions_ended", "sessions": ids}
     store._on_broadcast(payload)  # this process at once, whether or not its hub listens
     await hub.broadcast(payload)  # from a management command too: publishing joins no group
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """The session row a WSGI request names, read on the worker's own thread before its event loop runs."""
+
+    sid: str
+    now: datetime
+    row: Any
+
+
+def _kept_outside_a_transaction(connection: Any) -> bool:
+    """Whether this thread's connection outlives the request (``CONN_MAX_AGE`` not 0, or a pool) and no
+    transaction of the project's is open on it. With ``CONN_MAX_AGE = 0`` and no pool a read here would
+    connect anew on every request, where the bookkeeping thread's connection stays open."""
+    if connection.in_atomic_block:
+        return False
+    age = connection.settings_dict.get("CONN_MAX_AGE", 0)
+    return age is None or age > 0 or bool((connection.settings_dict.get("OPTIONS") or {}).get("pool"))
+
+
+#: Set by ``views.run`` around one WSGI request; ``Sessions._read`` takes it instead of a thread hop.
+prefetched: ContextVar[Prefetched | None] = ContextVar("django_mcp_session_prefetched", default=None)
+
+
+def prefetch(sid: str) -> Prefetched | None:
+    """WSGI mode: read session ``sid`` here, on the calling (sync) thread and its own connection.
+
+    Why: the read otherwise runs in the request's event loop, which must hand it to a bookkeeping
+    thread (Django refuses the ORM in a thread running a loop): a thread hop and a second
+    connection per request, for one primary-key ``SELECT``. A plain Django view reads on its own
+    thread; so does this. Not inside a transaction the project opened (``ATOMIC_REQUESTS``): a
+    failed read would spoil it. Any failure leaves the read to the loop, which answers a database
+    outage as usual (503).
+    """
+    if len(sid) > 64 or not _kept_outside_a_transaction(connections[router.db_for_read(MCPSession)]):
+        return None
+    now = timezone.now()
+    try:
+        row = live_session(sid, now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT))
+    except Exception:  # noqa: BLE001 - the loop reads again and maps the error
+        return None
+    return Prefetched(sid, now, row)
 
 
 store = SessionStore()

@@ -38,7 +38,7 @@ from .protocol.jsonrpc import ProtocolError
 from .protocol.versions import ALL_REVISIONS, STATELESS_REVISIONS
 from .routing import long_lived
 from .server import MCPServer
-from .sessions import SessionState, store
+from .sessions import SessionState, prefetch, prefetched, store
 from .transports import guards
 from .transports.base import JSON_CT, SSE_CT, HTTPError, sse_event
 
@@ -275,7 +275,14 @@ def run(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
     if loop is None or loop.is_closed():
         loop = _loops.loop = asyncio.new_event_loop()
-    return loop.run_until_complete(serve(request, server))
+    sid = request.META.get("HTTP_MCP_SESSION_ID")
+    if not sid or request.META.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_REVISIONS:
+        return loop.run_until_complete(serve(request, server))
+    token = prefetched.set(prefetch(sid))  # the session read on this thread, before the loop (sessions.prefetch)
+    try:
+        return loop.run_until_complete(serve(request, server))
+    finally:
+        prefetched.reset(token)
 
 
 @csrf_exempt

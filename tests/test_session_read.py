@@ -1,4 +1,5 @@
-"""WSGI mode's per-request session read (``django_mcp.session_read``): the ORM's answer, without its cost.
+"""WSGI mode's per-request session read (``django_mcp.session_read``): the ORM's answer, without its cost,
+and on the request's own thread when its connection is kept (``sessions.prefetch``).
 
 Compared with ``MCPSession.objects.filter(...).first()`` on the same rows, on both databases the suite
 runs on, with ``USE_TZ`` on and off (the bound time is adapted as the field adapts it).
@@ -6,12 +7,15 @@ runs on, with ``USE_TZ`` on and off (the bound time is adapted as the field adap
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import override_settings
+from django.db import connection
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from django_mcp import session_read
@@ -78,3 +82,80 @@ def test_a_session_ended_after_a_read_is_gone_on_the_next() -> None:
     assert live_session("live-1", since) is not None
     MCPSession.objects.filter(id=rows["live"].id).update(ended=timezone.now())  # another worker's DELETE
     assert live_session("live-1", since) is None
+
+
+# -- WSGI mode: the read on the worker's own thread (sessions.prefetch) ---------------------------------------
+
+ACCEPT = "application/json, text/event-stream"
+
+
+def _wsgi_post(client: Any, body: dict[str, Any], sid: str | None = None) -> Any:
+    headers = {"HTTP_ACCEPT": ACCEPT, "HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}
+    if sid is not None:
+        headers["HTTP_MCP_SESSION_ID"] = sid
+    return client.post("/mcp/", data=json.dumps(body), content_type="application/json", **headers)
+
+
+def _open(client: Any) -> str:
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    reply = _wsgi_post(client, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+    sid = str(reply["Mcp-Session-Id"])
+    assert _wsgi_post(client, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid).status_code == 202
+    return sid
+
+
+def _session_selects_here(client: Any, sid: str, body: dict[str, Any]) -> tuple[Any, int]:
+    """The reply, and how many SELECTs of the session table ran on this (the request's) thread."""
+    with CaptureQueriesContext(connection) as queries:
+        reply = _wsgi_post(client, body, sid)
+    table = MCPSession._meta.db_table
+    return reply, sum(1 for q in queries if q["sql"].startswith("SELECT") and table in q["sql"])
+
+
+PING = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("age", [0, 60])
+def test_wsgi_mode_reads_the_session_on_its_own_thread_when_the_connection_is_kept(age: int) -> None:
+    """CONN_MAX_AGE > 0 (or a pool): one SELECT on the request's thread, no hop to a bookkeeping thread.
+    CONN_MAX_AGE = 0 without a pool: the read stays on the bookkeeping thread, whose connection stays open
+    (on the request's thread each request would connect anew)."""
+    with override_settings(ROOT_URLCONF="tests.urls_wsgi"):
+        connection.settings_dict["CONN_MAX_AGE"] = age
+        try:
+            client = Client(HTTP_HOST="127.0.0.1", REMOTE_ADDR="127.0.0.1", SERVER_NAME="127.0.0.1")
+            sid = _open(client)
+            reply, here = _session_selects_here(client, sid, PING)
+            assert reply.status_code == 200 and reply.json() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+            assert here == (1 if age else 0)
+            # Ended by another worker: the next request's read sees it, prefetched or not.
+            MCPSession.objects.filter(id=sid).update(ended=timezone.now())
+            reply, _ = _session_selects_here(client, sid, PING)
+            assert reply.status_code == 404
+            # Someone else's session is not found either: the owner check still applies to a prefetched row.
+            other = _open(client)
+            alice = get_user_model().objects.create_user("alice-wsgi")
+            MCPSession.objects.filter(id=other).update(user=alice)
+            reply, here = _session_selects_here(client, other, PING)
+            assert reply.status_code == 404 and here == (1 if age else 0)
+        finally:
+            connection.settings_dict["CONN_MAX_AGE"] = 0
+            connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wsgi_mode_inside_a_project_transaction_reads_on_the_bookkeeping_thread() -> None:
+    """``ATOMIC_REQUESTS``: the view runs in the project's transaction, which a failed read would spoil."""
+    connection.settings_dict["CONN_MAX_AGE"] = 60
+    try:
+        with override_settings(ROOT_URLCONF="tests.urls_wsgi"):
+            client = Client(HTTP_HOST="127.0.0.1", REMOTE_ADDR="127.0.0.1", SERVER_NAME="127.0.0.1")
+            sid = _open(client)
+            connection.settings_dict["ATOMIC_REQUESTS"] = True
+            reply, here = _session_selects_here(client, sid, PING)
+            assert reply.status_code == 200 and here == 0
+    finally:
+        connection.settings_dict["ATOMIC_REQUESTS"] = False
+        connection.settings_dict["CONN_MAX_AGE"] = 0
+        connection.close()

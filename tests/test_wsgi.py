@@ -36,9 +36,9 @@ def _stopped(server: LiveServer) -> None:
 @pytest.fixture(scope="module")
 def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("wsgi")
-    server = start_wsgi_server(
-        server_env(tmp, settings="tests.settings_wsgi"), tmp / "gunicorn.log", "tests.wsgi:application"
-    )
+    # Kept connections, as the deployment guide has WSGI mode: the session reads run on the workers' own threads.
+    env = server_env(tmp, settings="tests.settings_wsgi", MCP_CONN_MAX_AGE="60")
+    server = start_wsgi_server(env, tmp / "gunicorn.log", "tests.wsgi:application")
     yield server
     _stopped(server)
 
