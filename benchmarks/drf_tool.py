@@ -33,7 +33,6 @@ import argparse
 import atexit
 import json
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -53,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import payloads as P  # noqa: E402
 from benchmarks import run as R  # noqa: E402
+from benchmarks.models_vs_drf import wrk as run_wrk  # noqa: E402
 from tests.production.harness import NGINX, documented_command, nginx_config  # noqa: E402
 
 RESULTS = HERE / "results" / "drf_tool.md"
@@ -173,25 +173,8 @@ def check(client: httpx.Client, base: str, case: Case, sid: str | None) -> None:
 
 
 def wrk(binary: str, base: str, case: Case, seconds: int, sid: str | None, pin: bool) -> dict[str, Any]:
-    host = base.removeprefix("http://")
-    headers = [f"{k}: {v}" for k, v in case.headers] + [f"Host: {host}"]
-    env = {**os.environ, "BENCH_BODY": case.body, "BENCH_HEADERS": "\n".join(headers), "MCP_SESSION_ID": sid or ""}
-    lua = HERE / ("post.lua" if case.body else "get.lua")
-    cmd = [binary, "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "5s", "--latency", "-s", str(lua)]
-    cmd = [*cmd, base + case.path]
-    out = subprocess.run(
-        R.pinned(R.LOAD_CORE, cmd) if pin else cmd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=seconds + 60,
-        check=False,
-    )
-    match = re.search(r"^BENCH_JSON (\{.*\})$", out.stdout, re.MULTILINE)
-    if out.returncode != 0 or match is None:
-        raise RuntimeError(f"wrk failed ({out.returncode}): {out.stdout[-500:]} {out.stderr[-500:]}")
-    stats: dict[str, Any] = json.loads(match.group(1))
-    return stats
+    """``models_vs_drf.wrk`` (same scripts and connections) on ``base``'s port."""
+    return run_wrk(binary, base, int(base.rsplit(":", 1)[1]), case, seconds, sid, pin)
 
 
 # -- the run ------------------------------------------------------------------------------------------------------

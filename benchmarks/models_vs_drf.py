@@ -148,13 +148,16 @@ def check(client: httpx.Client, base: str, case: Case, sid: str | None) -> None:
         raise RuntimeError(f"{case.label} {case.method}: unexpected reply {reply.status_code} {reply.text[:300]}")
 
 
-def wrk(binary: str, base: str, port: int, case: Case, seconds: int, sid: str | None) -> dict[str, Any]:
+def wrk(
+    binary: str, base: str, port: int, case: Any, seconds: int, sid: str | None, pin: bool = True
+) -> dict[str, Any]:
+    """``case`` (``.path``, ``.body``: empty for a GET, ``.headers``) under wrk, on the load core if ``pin``."""
     headers = [f"{k}: {v}" for k, v in case.headers] + [f"Host: 127.0.0.1:{port}"]
     env = {**os.environ, "BENCH_BODY": case.body, "BENCH_HEADERS": "\n".join(headers), "MCP_SESSION_ID": sid or ""}
     lua = HERE / ("post.lua" if case.body else "get.lua")
     cmd = [binary, "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "5s", "--latency", "-s", str(lua)]
     out = subprocess.run(
-        R.pinned(R.LOAD_CORE, [*cmd, base + case.path]),
+        R.pinned(R.LOAD_CORE, [*cmd, base + case.path]) if pin else [*cmd, base + case.path],
         env=env,
         capture_output=True,
         text=True,
