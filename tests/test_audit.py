@@ -566,6 +566,37 @@ def test_the_background_writer_inserts_records_through_its_own_connection() -> N
     assert sorted(r.arguments["query"] for r in MCPCallRecord.objects.filter(user=dana)) == ["0", "1", "2", "3"]
 
 
+#: POSIX times whose text is made by hand (``audit.TimeText``): a whole second, microseconds, one rounded up
+#: into the next second, one rounded to zero, half a microsecond (rounded to even), before 1970.
+TIMES = (1764300000.0, 1764300000.25, 1764300001.000123, 1764300000.9999996, 1764300002.0000004, 7.5e-06, -1.25)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("use_tz", [True, False])
+def test_a_record_keeps_the_time_of_its_entry_to_the_microsecond(use_tz: bool) -> None:
+    """What the writer stores reads back as ``datetime.fromtimestamp`` makes it (the driver's own adapter did)."""
+    base = audit.Entry(0.0, "tools/call", "search", None, "", "", "", "2025-11-25", "test", 1.0, "ok",
+                       None, None, 0, 0, "", None, None)  # fmt: skip
+    with override_settings(USE_TZ=use_tz, TIME_ZONE="America/Sao_Paulo"):
+        audit.write([base._replace(at=at, target=str(n)) for n, at in enumerate(TIMES)])
+        stored = {int(r.target): r.at for r in MCPCallRecord.objects.all()}
+        assert stored == {n: base._replace(at=at).when() for n, at in enumerate(TIMES)}
+    assert stored[0].microsecond == 0 and stored[3].second == 1 and stored[3].microsecond == 0
+
+
+def test_the_time_text_is_what_str_of_the_datetime_is() -> None:
+    """``TimeText`` against ``str(datetime.fromtimestamp(...))`` over many times, zones with summer time included."""
+    import random
+    from datetime import datetime, timezone
+    from zoneinfo import ZoneInfo
+
+    rng = random.Random(7)
+    times = sorted([*TIMES, *(rng.uniform(-2e9, 4e9) for _ in range(3000)), *(1.7e9 + k / 3 for k in range(3000))])
+    for zone in (timezone.utc, ZoneInfo("Europe/Paris"), ZoneInfo("America/Sao_Paulo")):
+        text = audit.TimeText(zone)
+        assert [text(t) for t in times] == [str(datetime.fromtimestamp(t, tz=zone).replace(tzinfo=None)) for t in times]
+
+
 @pytest.mark.django_db
 def test_a_row_the_database_refuses_does_not_sink_its_batch(caplog: pytest.LogCaptureFixture) -> None:
     with audited():
