@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from django_mcp import session_read
 from django_mcp.models import MCPSession
-from django_mcp.session_read import live_session
+from django_mcp.session_read import SessionRow, live_session
 
 pytestmark = pytest.mark.django_db
 
@@ -29,10 +29,11 @@ def _orm(sid: str, since: Any) -> MCPSession | None:
     return MCPSession.objects.filter(id=sid, ended__isnull=True, last_seen__gte=since).first()
 
 
-def _fields(row: MCPSession | None) -> dict[str, Any] | None:
+def _fields(row: Any) -> dict[str, Any] | None:
+    """What a request reads of a session (``SessionRow``'s fields), from either answer."""
     if row is None:
         return None
-    return {f.attname: getattr(row, f.attname) for f in MCPSession._meta.concrete_fields}
+    return {name: getattr(row, name) for name in SessionRow._fields}
 
 
 @pytest.fixture(autouse=True)
@@ -82,6 +83,53 @@ def test_a_session_ended_after_a_read_is_gone_on_the_next() -> None:
     assert live_session("live-1", since) is not None
     MCPSession.objects.filter(id=rows["live"].id).update(ended=timezone.now())  # another worker's DELETE
     assert live_session("live-1", since) is None
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_a_row_read_again_unchanged_is_reused_and_any_change_is_read(logged: bool) -> None:
+    """The row made of the same raw values is the answer again (no decoding); a change made by another
+    worker (log level, subscriptions, a touch, the owner) is read at the next request. ``logged``: queries
+    logged (``DEBUG``, ``CaptureQueriesContext``), where the read goes through Django's cursor."""
+    _sessions()
+    since = timezone.now() - timedelta(hours=1)
+    with CaptureQueriesContext(connection) if logged else _nothing() as queries:
+        first = live_session("live-1", since)
+        assert first is not None and live_session("live-1", since) is first
+        changes: list[dict[str, Any]] = [
+            {"log_level": "error"},
+            {"subscriptions": ["file:///b.txt"]},
+            {"last_seen": timezone.now()},
+            {"user": None},
+            {"client_capabilities": {"sampling": {}}},
+        ]
+        seen = first
+        for change in changes:
+            MCPSession.objects.filter(id="live-1").update(**change)
+            again = live_session("live-1", since)
+            assert again is not seen and _fields(again) == _fields(_orm("live-1", since)), change
+            seen = again
+    if logged:  # each read is a logged SELECT of the session table (two reads + one per change)
+        reads = [q for q in queries if q["sql"].startswith("SELECT") and MCPSession._meta.db_table in q["sql"]]
+        assert len(reads) == 2 + len(changes) + len(changes)  # _orm() reads once per change too
+
+
+def test_the_rows_kept_per_thread_are_bounded() -> None:
+    now = timezone.now()
+    for n in range(session_read.KEPT + 10):
+        MCPSession.objects.create(id=f"s-{n}", protocol_version="2025-11-25", last_seen=now)
+        assert live_session(f"s-{n}", now - timedelta(hours=1)) is not None
+    kept = session_read._local.reads[connection.alias].made
+    assert len(kept) <= session_read.KEPT and f"s-{session_read.KEPT + 9}" in kept
+    MCPSession.objects.filter(id="s-0").delete()
+    assert live_session("s-0", now - timedelta(hours=1)) is None
+
+
+class _nothing:
+    def __enter__(self) -> list[dict[str, Any]]:
+        return []
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 # -- WSGI mode: the read on the worker's own thread (sessions.prefetch) ---------------------------------------
