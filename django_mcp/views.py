@@ -50,16 +50,32 @@ ALLOW = b"POST, DELETE, OPTIONS"
 def _headers(request: HttpRequest) -> dict[bytes, bytes]:
     """The request headers as the consumer sees them: lower-case names, latin-1 bytes."""
     out: dict[bytes, bytes] = {}
+    names = _header_names
     for key, value in request.META.items():
-        if key.startswith("HTTP_"):
-            name = key[5:]
-        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-            name = key
+        if key in names:
+            name = names[key]
         else:
-            continue
-        if isinstance(value, str) and (value or name != "CONTENT_LENGTH"):
-            out[name.lower().replace("_", "-").encode("latin-1")] = value.encode("latin-1", "replace")
+            name = _header_name(key)
+            if len(names) < MAX_HEADER_NAMES:
+                names[key] = name
+        if name is not None and isinstance(value, str) and (value or name != b"content-length"):
+            out[name] = value.encode("latin-1", "replace")
     return out
+
+
+def _header_name(key: str) -> bytes | None:
+    """The header a ``META`` key stands for (``HTTP_MCP_SESSION_ID`` -> ``mcp-session-id``), None if none."""
+    if key.startswith("HTTP_"):
+        key = key[5:]
+    elif key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        return None
+    return key.lower().replace("_", "-").encode("latin-1")
+
+
+#: ``META`` keys seen, and the header each stands for: the same few dozen on every request, so each is
+#: converted once (half the cost of the headers' conversion). Bounded: clients choose header names.
+_header_names: dict[str, bytes | None] = {}
+MAX_HEADER_NAMES = 512
 
 
 def _scope(request: HttpRequest, headers: dict[bytes, bytes]) -> dict[str, Any]:

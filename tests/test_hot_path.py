@@ -40,3 +40,39 @@ def test_stateless_requests_cost_no_query(mcp_server: LiveServer) -> None:
     for i in range(20):
         assert raw.modern("tools/call", {"name": "echo", "arguments": {"text": "x"}}, rid=i).status_code == 200
     assert queries(raw, h) - before == 1
+
+
+def test_wsgi_headers_are_converted_once_per_name_and_the_names_kept_are_bounded() -> None:
+    """WSGI mode turns ``META`` into the consumer's headers; each key's name is worked out once, and a
+    client inventing header names cannot grow what is kept past ``MAX_HEADER_NAMES``."""
+    from django.test import RequestFactory
+
+    from django_mcp import views
+
+    factory = RequestFactory()
+    request = factory.post(
+        "/mcp/",
+        data=b"{}",
+        content_type="application/json",
+        HTTP_MCP_SESSION_ID="abc",
+        HTTP_X_FORWARDED_PROTO="https",
+    )
+    request.META["CONTENT_LENGTH"] = ""  # no body length: left out, as the consumer never sees one
+    request.META["HTTP_X_NUMBER"] = 7  # not a string (a WSGI server's own key): left out
+    request.META["HTTP_COOKIE"] = ""  # an empty header is still a header
+    want = {
+        b"mcp-session-id": b"abc",
+        b"x-forwarded-proto": b"https",
+        b"content-type": b"application/json",
+        b"cookie": b"",
+    }
+    assert views._headers(request) == want
+    assert views._headers(request) == want  # the kept names give the same answer
+    request.META["CONTENT_LENGTH"] = "2"
+    assert views._headers(request)[b"content-length"] == b"2"
+
+    invented = {f"HTTP_X_INVENTED_{n}": str(n) for n in range(views.MAX_HEADER_NAMES + 100)}
+    request.META.update(invented)
+    headers = views._headers(request)
+    assert all(headers[f"x-invented-{n}".encode()] == str(n).encode() for n in range(len(invented)))
+    assert len(views._header_names) <= views.MAX_HEADER_NAMES
