@@ -20,7 +20,7 @@ export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 export UV_COMPILE_BYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-models bench-sync bench-memory bench-tasks bench-drf venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-wsgi-cpu bench-models bench-sync bench-memory bench-tasks bench-drf venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -193,6 +193,10 @@ bench-drf: venv bench-deps
 # CPU time per request, in-process, ours against the floor: a ratio that does not depend on machine load.
 bench-cpu: venv
 	$(BIN)/python benchmarks/cpu.py
+
+# The same in WSGI mode: the WSGI application called in process, a stateless call and a session call.
+bench-wsgi-cpu: venv
+	$(BIN)/python benchmarks/wsgi_cpu.py --pin
 
 # ModelResource vs DRF RetrieveAPIView/ListAPIView on the same server (needs wrk; PostgreSQL as well).
 bench-models: venv bench-deps

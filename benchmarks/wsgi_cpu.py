@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["DJANGO_SETTINGS_MODULE"] = "benchmarks.settings_wsgi"
 os.environ.setdefault("MCP_SQLITE", os.path.join(tempfile.mkdtemp(prefix="django-mcp-wsgi-cpu-"), "cpu.sqlite3"))
 
-from benchmarks.wsgi_peers import META, STATELESS_HEADERS, call  # noqa: E402
+from benchmarks.wsgi_peers import META, STATELESS_HEADERS, call, initialize  # noqa: E402
 
 PATH = "/mcp/"
 
@@ -98,22 +98,12 @@ def driver(app: Callable[..., Any], body: bytes, headers: dict[str, str], path: 
 
 def session_headers(app: Callable[..., Any]) -> dict[str, str]:
     """A 2025-11-25 session opened as a client opens one: ``initialize``, then ``notifications/initialized``."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"},
-        },
-    }
     captured: dict[str, str] = {}
 
     def start_response(s: str, h: list[tuple[str, str]], exc_info: Any = None) -> None:
         captured.update((k.lower(), v) for k, v in h)
 
-    b"".join(app(environ(json.dumps(init).encode(), {}), start_response))
+    b"".join(app(environ(json.dumps(initialize("2025-11-25")).encode(), {}), start_response))
     headers = {"Mcp-Session-Id": captured["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
     note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
     b"".join(app(environ(note, headers), start_response))

@@ -186,14 +186,18 @@ def call(text: str = "echo-me", stateless: bool = False) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
 
 
-def handshake(port: int, path: str, version: str) -> dict[str, str]:
-    init = {
+def initialize(version: str) -> dict[str, Any]:
+    """The ``initialize`` request a benchmark client opens a session with."""
+    return {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
         "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
     }
-    status, headers, data = request(port, path, init, {})
+
+
+def handshake(port: int, path: str, version: str) -> dict[str, str]:
+    status, headers, data = request(port, path, initialize(version), {})
     assert status == 200, (status, data[:500])
     sid = headers["mcp-session-id"]
     negotiated = json.loads(data)["result"]["protocolVersion"]

@@ -5,7 +5,7 @@ reads the session row on every request (``sessions.Sessions._read``). Through th
 cost about 550 µs of CPU on SQLite, of which the ``SELECT`` itself was 40: the rest was building
 and compiling the same queryset every time. Here the ORM compiles it once, with placeholder values,
 and each read binds the session id and the idle cut-off (adapted as the field would adapt them)
-and turns the row into an instance with the compiler's own converters: the same SQL, the same
+and turns the row into values with the compiler's own converters: the same SQL and the same
 values as ``MCPSession.objects.filter(...).first()``.
 
 It selects only what a request uses (``SessionRow``), and a worker keeps the last row it made of
