@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import payloads as P  # noqa: E402
 from benchmarks import run as R  # noqa: E402
+from benchmarks.models_vs_drf import Measured, interleaved  # noqa: E402
 from benchmarks.models_vs_drf import wrk as run_wrk  # noqa: E402
 from tests.production.harness import NGINX, documented_command, nginx_config  # noqa: E402
 
@@ -113,19 +114,9 @@ CASES = (
 
 
 @dataclass
-class Result:
+class Result(Measured):
     setup: str
     case: Case
-    requests: int = 0
-    seconds: float = 0.0
-    p50_ms: list[float] = field(default_factory=list)
-    p99_ms: list[float] = field(default_factory=list)
-    rounds: list[float] = field(default_factory=list)
-    errors: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def rps(self) -> float:
-        return self.requests / self.seconds if self.seconds else 0.0
 
 
 class Proc:
@@ -272,28 +263,19 @@ class Bench:
                 session = sid if case.side == "session" else None
                 check(client, base, case, session)
                 wrk(self.wrk, base, case, 1, session, pin)  # warm-up
-            for round_no in range(self.args.rounds):
-                order = list(zip(CASES, results, strict=True))
-                if round_no % 2:
-                    order.reverse()
-                for case, result in order:
-                    session = sid if case.side == "session" else None
-                    stats = wrk(self.wrk, base, case, self.args.seconds, session, pin)
-                    result.requests += stats["requests"]
-                    result.seconds += stats["duration_us"] / 1e6
-                    result.rounds.append(stats["requests"] / (stats["duration_us"] / 1e6))
-                    result.p50_ms.append(stats["p50_us"] / 1000)
-                    result.p99_ms.append(stats["p99_us"] / 1000)
-                    for key in ("connect", "read", "write", "status", "timeout"):
-                        if stats[key]:
-                            result.errors[key] = result.errors.get(key, 0) + stats[key]
+
+            def one(case: Case) -> dict[str, Any]:
+                session = sid if case.side == "session" else None
+                return wrk(self.wrk, base, case, self.args.seconds, session, pin)
+
+            interleaved(self.args.rounds, list(zip(CASES, results, strict=True)), one)
             for case in CASES:  # still right after the load
                 check(client, base, case, sid if case.side == "session" else None)
         drf = results[0].rps
         for result in results:
             self.results.append(result)
             ratio = f"  {result.rps / drf:5.2f}x DRF" if result.case.side != "drf" and drf else ""
-            errors = ", ".join(f"{k} {v}" for k, v in result.errors.items())
+            errors = result.error_text
             self.log(
                 f"   {result.case.label:<26} {result.rps:8.0f} req/s  p50 {statistics.median(result.p50_ms):6.2f} ms  "
                 f"p99 {statistics.median(result.p99_ms):6.2f} ms{ratio}" + (f"  [{errors}]" if errors else "")
@@ -330,7 +312,7 @@ def report(bench: Bench, load_before: str, load_after: str) -> str:
         drf = next(d for d in bench.results if d.setup == r.setup and d.case.side == "drf")
         ratio = f"{r.rps / drf.rps:.2f}" if r.case.side != "drf" and drf.rps else ""
         rounds = " ".join(f"{v:.0f}" for v in r.rounds)
-        errors = ", ".join(f"{k} {v}" for k, v in r.errors.items()) or "0"
+        errors = r.error_text or "0"
         out.append(
             f"| {r.setup} | {r.case.label} | {r.rps:,.0f} | {statistics.median(r.p50_ms):.2f} | "
             f"{statistics.median(r.p99_ms):.2f} | {ratio} | {rounds} | {errors} |"

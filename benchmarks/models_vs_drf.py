@@ -40,9 +40,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -105,21 +106,56 @@ CASES: dict[str, tuple[Case, ...]] = {
 }
 
 
-@dataclass
-class Result:
-    db: str
-    server: str
-    case: Case
+@dataclass(kw_only=True)
+class Measured:
+    """What the wrk runs of one case added up to, round after round."""
+
     requests: int = 0
     seconds: float = 0.0
     p50_ms: list[float] = field(default_factory=list)
     p99_ms: list[float] = field(default_factory=list)
     rounds: list[float] = field(default_factory=list)
-    errors: str = ""
+    errors: dict[str, int] = field(default_factory=dict)
 
     @property
     def rps(self) -> float:
         return self.requests / self.seconds if self.seconds else 0.0
+
+    @property
+    def error_text(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in self.errors.items())
+
+    def add(self, stats: dict[str, Any]) -> None:
+        """One wrk run's figures (``wrk``'s ``stats``)."""
+        self.requests += stats["requests"]
+        self.seconds += stats["duration_us"] / 1e6
+        self.rounds.append(stats["requests"] / (stats["duration_us"] / 1e6))
+        self.p50_ms.append(stats["p50_us"] / 1000)
+        self.p99_ms.append(stats["p99_us"] / 1000)
+        for key in ("connect", "read", "write", "status", "timeout"):
+            if stats[key]:
+                self.errors[key] = self.errors.get(key, 0) + stats[key]
+
+
+C = TypeVar("C")
+M = TypeVar("M", bound=Measured)
+
+
+def interleaved(rounds: int, cases: Sequence[tuple[C, M]], run: Callable[[C], dict[str, Any]]) -> None:
+    """``rounds`` rounds of every case, ABC CBA ABC ...: no side always runs first, drift hits all alike."""
+    for round_no in range(rounds):
+        order = list(cases)
+        if round_no % 2:
+            order.reverse()
+        for case, result in order:
+            result.add(run(case))
+
+
+@dataclass
+class Result(Measured):
+    db: str
+    server: str
+    case: Case
 
 
 # -- checks and wrk ---------------------------------------------------------------------------------------------
@@ -257,27 +293,12 @@ class Bench:
             session = sid if case.side == "handshake" else None
             check(client, server.base, case, session)
             wrk(self.wrk, server.base, server.port, case, 1, session)  # warm-up
-        for round_no in range(self.args.rounds):
-            order = list(zip(cases, results, strict=True))
-            if round_no % 2:
-                order.reverse()  # ABC CBA ABC ...: no side always runs first
-            for case, result in order:
-                stats = wrk(
-                    self.wrk,
-                    server.base,
-                    server.port,
-                    case,
-                    self.args.seconds,
-                    sid if case.side == "handshake" else None,
-                )
-                result.requests += stats["requests"]
-                result.seconds += stats["duration_us"] / 1e6
-                result.rounds.append(stats["requests"] / (stats["duration_us"] / 1e6))
-                result.p50_ms.append(stats["p50_us"] / 1000)
-                result.p99_ms.append(stats["p99_us"] / 1000)
-                errs = {k: stats[k] for k in ("connect", "read", "write", "status", "timeout") if stats[k]}
-                if errs:
-                    result.errors = ", ".join(f"{k} {v}" for k, v in errs.items())
+
+        def one(case: Case) -> dict[str, Any]:
+            session = sid if case.side == "handshake" else None
+            return wrk(self.wrk, server.base, server.port, case, self.args.seconds, session)
+
+        interleaved(self.args.rounds, list(zip(cases, results, strict=True)), one)
         drf = results[0].rps
         for result in results:
             self.results.append(result)
@@ -285,7 +306,7 @@ class Bench:
             self.log(
                 f"   {method:<4} {result.case.label:<26} {result.rps:8.0f} req/s  "
                 f"p50 {statistics.median(result.p50_ms):6.2f} ms  p99 {statistics.median(result.p99_ms):6.2f} ms{ratio}"
-                + (f"  [{result.errors}]" if result.errors else "")
+                + (f"  [{result.error_text}]" if result.errors else "")
             )
 
     def cleanup(self) -> None:
@@ -324,7 +345,8 @@ def report(bench: Bench, load_before: str, load_after: str) -> str:
         rounds = " ".join(f"{v:.0f}" for v in r.rounds)
         out.append(
             f"| {r.db} | {r.server} | {r.case.method} | {r.case.label} | {r.rps:,.0f} | "
-            f"{statistics.median(r.p50_ms):.2f} | {statistics.median(r.p99_ms):.2f} | {ratio} | {rounds} | {r.errors} |"
+            f"{statistics.median(r.p50_ms):.2f} | {statistics.median(r.p99_ms):.2f} | {ratio} | {rounds} | "
+            f"{r.error_text} |"
         )
     ours = [
         (r, r.rps / d.rps) for r in bench.results if r.case.side != "drf" and (d := _drf(bench.results, r)) and d.rps
