@@ -20,7 +20,7 @@ export PYTHONPYCACHEPREFIX := $(CURDIR)/.pycache
 export UV_COMPILE_BYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-wsgi-cpu bench-models bench-sync bench-memory bench-tasks bench-drf venv node browser clean
+.PHONY: demo test lint typecheck migrations-check package-check docs docs-serve docs-check docs-deps unit pg-redis django61 django60 conformance conformance-server bench bench-deps bench-cpu bench-wsgi-cpu bench-ab bench-models bench-sync bench-memory bench-tasks bench-drf venv node browser clean
 
 venv: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
@@ -197,6 +197,11 @@ bench-cpu: venv
 # The same in WSGI mode: the WSGI application called in process, a stateless call and a session call.
 bench-wsgi-cpu: venv
 	$(BIN)/python benchmarks/wsgi_cpu.py --pin
+
+# Two versions of ours served side by side, taking turns under wrk: req/s, CPU and context switches a request.
+# AB_ARGS="--a-dir /tmp/before --b-env MCP_ATOMIC_TOOL_CALLS=0 --case 'stateless call'" (benchmarks/ab.py).
+bench-ab: venv bench-deps
+	$(BIN)/python benchmarks/ab.py $(AB_ARGS)
 
 # ModelResource vs DRF RetrieveAPIView/ListAPIView on the same server (needs wrk; PostgreSQL as well).
 bench-models: venv bench-deps

@@ -75,6 +75,11 @@ CASES = (
     Case("json list", P.LIST.replace(P.ID, "1").encode(), P.session_headers(), session=True),
     Case("stateless call", P.STATELESS_CALL.replace(P.ID, "1").encode(), P.stateless_headers("tools/call", "echo")),
     Case("stateless list", P.STATELESS_LIST.replace(P.ID, "1").encode(), P.stateless_headers("tools/list")),
+    Case(
+        "stateless sync call",
+        P.STATELESS_SYNC_CALL.replace(P.ID, "1").encode(),
+        P.stateless_headers("tools/call", "echo_sync"),
+    ),
 )
 
 

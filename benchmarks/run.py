@@ -49,6 +49,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import payloads as P  # noqa: E402
+from benchmarks import procstat  # noqa: E402
 
 RESULTS_DIR = HERE / "results"
 LUA = HERE / "post.lua"
@@ -127,6 +128,8 @@ class Server:
         self.port = free_port()
         self.log = logdir / f"{spec.impl}-{spec.server}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        #: Where the server runs: its ``tests``, ``benchmarks`` and ``django_mcp`` (``ab.py`` runs another checkout).
+        self.cwd = ROOT
 
     @property
     def base(self) -> str:
@@ -152,7 +155,7 @@ class Server:
     def start(self) -> None:
         handle = self.log.open("wb")
         self.process = subprocess.Popen(
-            pinned(SERVER_CORE, self.command()), env=self.env, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT
+            pinned(SERVER_CORE, self.command()), env=self.env, cwd=self.cwd, stdout=handle, stderr=subprocess.STDOUT
         )
         _RUNNING.append(self.process)
         deadline = time.monotonic() + 40
@@ -280,6 +283,9 @@ class Row:
     p99_ms: float = 0.0
     requests: int = 0
     errors: str = ""
+    #: The server's own CPU µs and context switches (all its threads) per request served (``benchmarks.procstat``).
+    cpu_us: float = 0.0
+    switches: float = 0.0
 
 
 @dataclass
@@ -466,6 +472,8 @@ class Bench:
         for conns in connections:
             row = Row(server.spec, case, conns)
             slug = re.sub(r"[^a-z0-9]+", "-", f"{server.spec.impl}-{server.spec.server}-{case.name}-c{conns}".lower())
+            assert server.process is not None
+            before = procstat.read(server.process.pid)
             try:
                 stats = run_wrk(self.wrk, url, case, conns, self.seconds, server.port, sid, self.rawdir / f"{slug}.txt")
             except Exception as exc:  # noqa: BLE001
@@ -474,6 +482,9 @@ class Bench:
                 self.log(f"   {case.name} c={conns}: FAILED {exc}")
                 continue
             row.requests = stats["requests"]
+            after = procstat.read(server.process.pid)
+            if before is not None and after is not None:
+                row.cpu_us, row.switches = before.per_request(after, row.requests)
             row.rps = stats["requests"] / (stats["duration_us"] / 1e6)
             row.p50_ms, row.p99_ms = stats["p50_us"] / 1000, stats["p99_us"] / 1000
             errs = {k: stats[k] for k in ("connect", "read", "write", "status", "timeout") if stats[k]}
@@ -482,7 +493,8 @@ class Bench:
             note = f"  [{row.errors}]" if row.errors else ""
             self.log(
                 f"   {case.name:<30} c={conns:<3} {row.rps:9.0f} req/s"
-                f"  p50 {row.p50_ms:7.2f} ms  p99 {row.p99_ms:7.2f} ms{note}"
+                f"  p50 {row.p50_ms:7.2f} ms  p99 {row.p99_ms:7.2f} ms"
+                f"  {row.cpu_us:6.0f} µs CPU {row.switches:5.2f} cs a request{note}"
             )
 
     def measure_memory(self) -> None:
@@ -547,6 +559,8 @@ LEGEND = """\
   requests), stateful = sessions + SSE replies.
 - ÷ floor: over the floor on the same server, same method and connections. ÷ SDK: ours over the SDK's
   stateless+JSON mode on uvicorn, same method and connections (for `initialize`: over the SDK's stateful mode).
+- CPU µs/req, switches/req: the server process's own CPU time (every thread) and context switches over the
+  requests wrk counted, from `/proc` (`benchmarks/procstat.py`): steadier than req/s when the machine is busy.
 """
 
 
@@ -644,14 +658,18 @@ def report(bench: Bench, info: dict[str, str], load_before: str, load_after: str
         f"after {load_after}.\n"
     )
     out.append(LEGEND)
-    out.append("| server | case | conns | req/s | p50 ms | p99 ms | ÷ floor | ÷ SDK | errors |")
-    out.append("|---|---|--:|--:|--:|--:|--:|--:|---|")
+    out.append(
+        "| server | case | conns | req/s | p50 ms | p99 ms | CPU µs/req | switches/req | ÷ floor | ÷ SDK | errors |"
+    )
+    out.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     for row in rows:
         rps = f"{row.rps:,.0f}" if row.rps else "—"
         p50 = f"{row.p50_ms:.2f}" if row.rps else "—"
         p99 = f"{row.p99_ms:.2f}" if row.rps else "—"
+        cpu = f"{row.cpu_us:,.0f}" if row.cpu_us else "—"
+        switches = f"{row.switches:.2f}" if row.cpu_us else "—"
         out.append(
-            f"| {row.spec.key} | {row.case.name} | {row.connections} | {rps} | {p50} | {p99} | "
+            f"| {row.spec.key} | {row.case.name} | {row.connections} | {rps} | {p50} | {p99} | {cpu} | {switches} | "
             f"{_ratio(floor_ratio(rows, row))} | {_ratio(sdk_ratio(rows, row))} | {row.errors} |"
         )
     mem = bench.memory
