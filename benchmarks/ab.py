@@ -7,7 +7,7 @@ pinned to core 0; ``wrk -t1`` on core 1) and take turns, round after round, so a
 besides req/s each round reads the server's own CPU time and context switches per request from ``/proc``
 (``benchmarks.procstat``), which the neighbours' load moves far less. In-process CPU (``cpu.py``) is not
 enough for changes that move work between threads: on 2026-11-28 a change to the sync pool's admission cut
-a sync call's CPU by ~15 µs in process and, served, doubled its context switches and lost 2-15 % req/s.
+a sync call's CPU by ~15 µs in process and, served, lost 2-15 % req/s and spent more CPU, not less.
 
 A and B are each a checkout (``--a-dir``/``--b-dir``: a ``git worktree`` of the commit before, say) and
 environment settings (``--a-env``/``--b-env KEY=VALUE``, once per variable: ``MCP_ATOMIC_TOOL_CALLS=0``,

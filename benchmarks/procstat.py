@@ -4,8 +4,9 @@ Why: on this shared 2-core machine requests per second move with the neighbours'
 code gave 0.66 and 1.14 of a ratio a minute apart), while the CPU a server spends per request
 moves far less: the server is pinned to one core, and ``/proc/<pid>/stat`` counts its own time
 only, every thread included. The context switches (summed over the process's threads) show what
-costs a thread hop beyond CPU: on 2026-11-28 a change that cut a sync call's CPU in process doubled
-its switches per request under ``wrk`` and lost 2-15 % req/s (docs/performance.md).
+costs a thread hop beyond CPU. On 2026-11-28 a change that cut a sync call's CPU in process doubled
+its switches per request under ``wrk`` and lost 2-15 % req/s. With no caller waiting, it lost as much
+at the same switch count (docs/performance.md).
 """
 
 from __future__ import annotations
