@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -34,8 +32,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchmarks import procstat  # noqa: E402
-from benchmarks.run import OURS_CASES, WARMUP_SECONDS, Case, Server, Spec, _stop_all, ensure_wrk, run_wrk  # noqa: E402
+from benchmarks.run import (  # noqa: E402
+    OURS_CASES,
+    WARMUP_SECONDS,
+    Case,
+    Server,
+    Spec,
+    _stop_all,
+    ensure_wrk,
+    migrate,
+    ours_env,
+    run_wrk,
+    serve,
+)
 
 
 @dataclass
@@ -72,38 +81,24 @@ def parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def start(name: str, directory: Path, env: tuple[tuple[str, str], ...], logdir: Path) -> Side:
-    base = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
-        "MCP_SQLITE": str(logdir / f"{name}.sqlite3"),
-        "PYTHONPATH": str(directory),
-    }
+    base = ours_env(directory, logdir / f"{name}.sqlite3")
     server = Server(Spec("ours", "uvicorn", "tests.asgi:application", env=env), base, logdir)
     server.log = logdir / f"{name}.log"
     server.cwd = directory
-    migrate = [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"]
-    done = subprocess.run(
-        migrate, cwd=directory, env={**base, **dict(env)}, capture_output=True, text=True, check=False
-    )
-    if done.returncode:
-        raise SystemExit(f"{name}: migrate failed in {directory}:\n{done.stdout}{done.stderr}")
+    migrate({**base, **dict(env)}, directory)
     server.start()
     return Side(name, server)
 
 
 def measure(side: Side, case: Case, connections: int, seconds: int, wrk: str) -> None:
-    process = side.server.process
-    assert process is not None
-    before = procstat.read(process.pid)
-    stats = run_wrk(wrk, side.server.url, case, connections, seconds, side.server.port, None, None)
-    after = procstat.read(process.pid)
-    if before is None or after is None:
-        raise SystemExit(f"{side.name}: the server exited ({side.server.log})")
-    cpu_us, switches = before.per_request(after, stats["requests"])
-    side.rps.append(stats["requests"] / (stats["duration_us"] / 1e6))
-    side.cpu_us.append(cpu_us)
-    side.switches.append(switches)
-    side.errors += sum(stats[k] for k in ("connect", "read", "write", "status", "timeout"))
+    server = side.server
+    served = serve(wrk, server, server.url, case, connections, seconds, None, None)
+    if server.process is None or server.process.poll() is not None:
+        raise SystemExit(f"{side.name}: the server exited ({server.log})")
+    side.rps.append(served.rps)
+    side.cpu_us.append(served.cpu_us)
+    side.switches.append(served.switches)
+    side.errors += sum(served.errors.values())
 
 
 def main() -> int:

@@ -371,6 +371,10 @@ def ensure_wrk() -> str:
     return found
 
 
+#: wrk's error counts (``post.lua``'s ``BENCH_JSON``).
+ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
+
+
 def run_wrk(
     wrk: str, url: str, case: Case, connections: int, seconds: int, port: int, sid: str | None, raw: Path | None
 ) -> dict[str, Any]:
@@ -389,6 +393,64 @@ def run_wrk(
     return stats
 
 
+@dataclass(frozen=True)
+class Served:
+    """One wrk measurement of a running server: wrk's figures and the server's own CPU and switches a request."""
+
+    stats: dict[str, Any]
+    cpu_us: float
+    switches: float
+
+    @property
+    def rps(self) -> float:
+        return float(self.stats["requests"]) / (self.stats["duration_us"] / 1e6)
+
+    @property
+    def errors(self) -> dict[str, int]:
+        return {k: self.stats[k] for k in ERROR_KINDS if self.stats[k]}
+
+
+def serve(
+    wrk: str, server: Server, url: str, case: Case, connections: int, seconds: int, sid: str | None, raw: Path | None
+) -> Served:
+    """``run_wrk`` against ``server``, with its ``/proc`` figures read just before and after (0 if it exited)."""
+    assert server.process is not None
+    before = procstat.read(server.process.pid)
+    stats = run_wrk(wrk, url, case, connections, seconds, server.port, sid, raw)
+    after = procstat.read(server.process.pid)
+    if before is None or after is None:
+        return Served(stats, 0.0, 0.0)
+    return Served(stats, *before.per_request(after, stats["requests"]))
+
+
+def ours_env(root: Path, sqlite: Path) -> dict[str, str]:
+    """The environment of ours and the floors: the benchmark settings on SQLite ``sqlite`` and the in-memory layer,
+    the checkout ``root`` first on the path (``ab.py`` runs another checkout)."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
+        "PYTHONPATH": str(root),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MCP_TEST_DB": "sqlite",
+        "MCP_TEST_LAYER": "memory",
+        "MCP_SQLITE": str(sqlite),
+    }
+
+
+def migrate(env: dict[str, str], cwd: Path = ROOT) -> None:
+    """``manage.py migrate`` with ``env`` in checkout ``cwd``; its output only when it fails."""
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise RuntimeError(f"migrate failed in {cwd}:\n{done.stdout}{done.stderr}")
+
+
 # -- the run ------------------------------------------------------------------------------------------------
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
@@ -401,15 +463,7 @@ class Bench:
         self.tmp = Path(tempfile.mkdtemp(prefix="django-mcp-bench-"))
         self.logdir = RESULTS_DIR / "logs"
         self.rawdir = RESULTS_DIR / "raw"
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "benchmarks.settings",
-            "PYTHONPATH": str(ROOT),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "MCP_TEST_DB": "sqlite",
-            "MCP_TEST_LAYER": "memory",
-            "MCP_SQLITE": str(self.tmp / "bench.sqlite3"),
-        }
+        self.env = ours_env(ROOT, self.tmp / "bench.sqlite3")
         self.wrk = ensure_wrk()
 
     def log(self, message: str) -> None:
@@ -419,15 +473,10 @@ class Bench:
         only = [s.strip() for s in (self.args.only or "").split(",") if s.strip()]
         return not only or any(o in (spec.impl, spec.server, spec.key, spec.impl.split("-")[0]) for o in only)
 
-    def migrate(self) -> None:
-        subprocess.run(
-            [sys.executable, "-m", "django", "migrate", "--noinput", "-v0"], env=self.env, cwd=ROOT, check=True
-        )
-
     def run(self) -> None:
         for d in (self.logdir, self.rawdir):
             d.mkdir(parents=True, exist_ok=True)
-        self.migrate()
+        migrate(self.env)
         specs = SPECS
         if self.args.uvloop:
             import httptools  # noqa: F401 - fail now, not per server: `make bench-deps` installs them
@@ -472,23 +521,18 @@ class Bench:
         for conns in connections:
             row = Row(server.spec, case, conns)
             slug = re.sub(r"[^a-z0-9]+", "-", f"{server.spec.impl}-{server.spec.server}-{case.name}-c{conns}".lower())
-            assert server.process is not None
-            before = procstat.read(server.process.pid)
             try:
-                stats = run_wrk(self.wrk, url, case, conns, self.seconds, server.port, sid, self.rawdir / f"{slug}.txt")
+                served = serve(self.wrk, server, url, case, conns, self.seconds, sid, self.rawdir / f"{slug}.txt")
             except Exception as exc:  # noqa: BLE001
                 row.errors = str(exc)[:200]
                 self.rows.append(row)
                 self.log(f"   {case.name} c={conns}: FAILED {exc}")
                 continue
-            row.requests = stats["requests"]
-            after = procstat.read(server.process.pid)
-            if before is not None and after is not None:
-                row.cpu_us, row.switches = before.per_request(after, row.requests)
-            row.rps = stats["requests"] / (stats["duration_us"] / 1e6)
+            stats = served.stats
+            row.requests, row.rps = stats["requests"], served.rps
+            row.cpu_us, row.switches = served.cpu_us, served.switches
             row.p50_ms, row.p99_ms = stats["p50_us"] / 1000, stats["p99_us"] / 1000
-            errs = {k: stats[k] for k in ("connect", "read", "write", "status", "timeout") if stats[k]}
-            row.errors = ", ".join(f"{k} {v}" for k, v in errs.items())
+            row.errors = ", ".join(f"{k} {v}" for k, v in served.errors.items())
             self.rows.append(row)
             note = f"  [{row.errors}]" if row.errors else ""
             self.log(
