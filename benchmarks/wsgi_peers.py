@@ -9,14 +9,24 @@ exposes the same tool, ``echo(text) -> text``; the load is one ``tools/call`` pe
 * ``django-mcp-server``  (PyPI) under gunicorn sync workers: a 2025-06-18 session (its only mode
                      besides stateless; the official SDK in JSON-response mode inside a DRF view)
 * ``django-mcpz``    (PyPI) under gunicorn sync workers: 2026-07-28 (the only revision it serves)
+* ``django-view``    the floor of every Django WSGI endpoint: a plain sync view (same Django,
+                     settings and gunicorn as django-mcpz) that parses the body and answers the
+                     same result, with no MCP in it. No Django view can be faster in this
+                     harness, so ``django-view ÷ django-mcpz`` bounds what any Django MCP view,
+                     ours included, can reach against django-mcpz.
+* ``bare-wsgi``      the floor of gunicorn itself: the same JSON work as a WSGI callable, no Django.
 
 The two PyPI packages are installed into a throwaway virtualenv (``--peers-venv``, made on
-first use with ``pip``); our servers run from this checkout's virtualenv. The client is
-Python (``http.client``, threads, one connection per request since sync workers close it),
-pinned to no core: on a small machine it competes with the servers, which lowers every
-figure alike. Prints a Markdown table; ``--duration`` seconds per case.
+first use with ``pip``); our servers run from this checkout's virtualenv. The client
+(``--client``): ``python`` (the default: ``http.client``, ``--concurrency`` threads, one
+connection per request since sync workers close it), pinned to no core, so on a small machine
+it competes with the servers and lowers every figure alike; or ``wrk`` (``--concurrency``
+connections, pinned to core 1, reconnecting after each response), which costs the cores far less.
+Each row also gives the server's own CPU per request (every process of it, every thread, from
+``/proc``: ``procstat``), steadier than req/s on a busy machine. Prints a Markdown table;
+``--duration`` seconds per case.
 
-    python benchmarks/wsgi_peers.py --duration 5 --concurrency 8
+    python benchmarks/wsgi_peers.py --duration 5 --concurrency 8 [--client wrk]
 """
 
 from __future__ import annotations
@@ -36,7 +46,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
+
+from benchmarks import procstat  # noqa: E402
+
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 ACCEPT = "application/json, text/event-stream"
 
@@ -75,6 +89,46 @@ PEER_FILES = {
 
             def ready(self):
                 from . import mcp  # noqa: F401
+    """,
+    "floor_project/__init__.py": "",
+    "floor_project/settings.py": """
+        SECRET_KEY = "bench"
+        DEBUG = False
+        ALLOWED_HOSTS = ["*"]
+        INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth"]
+        MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
+        ROOT_URLCONF = "floor_project.urls"
+        DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": __import__("os").environ["PEER_DB"]}}
+        USE_TZ = True
+    """,
+    "floor_project/urls.py": """
+        import json
+        from django.http import HttpResponse
+        from django.urls import path
+        from django.views.decorators.csrf import csrf_exempt
+
+        @csrf_exempt
+        def echo(request):
+            # The least a JSON-RPC tools/call endpoint does: parse, take the argument, answer.
+            message = json.loads(request.body)
+            text = message["params"]["arguments"]["text"]
+            result = {"content": [{"type": "text", "text": text}]}
+            body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            return HttpResponse(body, content_type="application/json")
+
+        urlpatterns = [path("mcp", echo)]
+    """,
+    "bare_wsgi.py": """
+        import json
+
+        def application(environ, start_response):
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            message = json.loads(environ["wsgi.input"].read(size))
+            text = message["params"]["arguments"]["text"]
+            result = {"content": [{"type": "text", "text": text}]}
+            body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
     """,
     "mcpz_project/__init__.py": "",
     "mcpz_project/settings.py": """
@@ -136,6 +190,26 @@ def request(port: int, path: str, body: dict[str, Any], headers: dict[str, str])
         conn.close()
 
 
+def family(pid: int) -> list[int]:
+    """``pid`` and its children (gunicorn's or uvicorn's workers), from ``/proc``."""
+    pids = [pid]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+        if ppid == pid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds so far of ``pids`` (every thread), 0 for one that is gone."""
+    return sum(r.cpu_s for r in (procstat.read(p) for p in pids) if r is not None)
+
+
 def load(
     port: int, path: str, body: dict[str, Any], headers: dict[str, str], duration: float, conc: int
 ) -> dict[str, Any]:
@@ -175,6 +249,33 @@ def load(
         "p50": latencies[n // 2] * 1000 if n else 0.0,
         "p99": latencies[min(n - 1, int(n * 0.99))] * 1000 if n else 0.0,
         "errors": errors[0],
+        "requests": n,
+    }
+
+
+def load_wrk(
+    port: int, path: str, body: dict[str, Any], headers: dict[str, str], duration: float, conc: int
+) -> dict[str, Any]:
+    """``load`` with ``wrk`` (``conc`` connections, pinned to core 1): the same figures.
+
+    wrk cannot read the replies, so one is checked first (``echo-me`` in it); wrk's own error
+    counts (non-2xx, timeouts, refused connections) are the errors.
+    """
+    from benchmarks.run import ERROR_KINDS, Case, ensure_wrk, run_wrk  # reason: run.py's wrk harness
+
+    status, _, data = request(port, path, body, headers)
+    if status != 200 or b'"error"' in data or b"echo-me" not in data:
+        raise RuntimeError(f"unexpected reply {status}: {data[:300]!r}")
+    sent = {"Content-Type": "application/json", "Accept": ACCEPT, **headers}
+    case = Case("wsgi", "call", json.dumps(body), tuple(sent.items()))
+    url = f"http://127.0.0.1:{port}{path}"
+    stats = run_wrk(ensure_wrk(), url, case, conc, max(1, round(duration)), port, None, None)
+    n = int(stats["requests"])
+    return {
+        "rps": n / (stats["duration_us"] / 1e6),
+        "p50": stats["p50_us"] / 1000,
+        "p99": stats["p99_us"] / 1000,
+        "errors": sum(int(stats[k]) for k in ERROR_KINDS),
         "requests": n,
     }
 
@@ -243,21 +344,35 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
+CASE = "2026-07-28 tools/call"
 #: The speed issue's WSGI targets: ours ≥ 1.2x django-mcpz (same tool, same workers), the session path ≥ 0.8x stateless.
 TARGET_MCPZ, TARGET_SESSION = 1.2, 0.8
 
 
 def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
-    """Each WSGI target with its ratio and PASS or FAIL (empty when a side of it did not run)."""
+    """Each WSGI target with its ratio and PASS or FAIL (empty when a side of it did not run), and the bounds.
+
+    The bounds are this harness's floors over django-mcpz: a plain Django view, then gunicorn with no Django.
+    Their server CPU per request is what any endpoint there pays before its own work.
+    """
     rps = {(label, case): r["rps"] for label, case, r in rows}
-    stateless = rps.get(("ours-wsgi", "2026-07-28 tools/call"))
+    cpu = {(label, case): r["cpu_us"] for label, case, r in rows}
+    stateless = rps.get(("ours-wsgi", CASE))
     session = rps.get(("ours-wsgi", "2025-11-25 session tools/call"))
-    mcpz = rps.get(("django-mcpz", "2026-07-28 tools/call"))
+    mcpz = rps.get(("django-mcpz", CASE))
     lines = []
     if stateless and mcpz:
         ratio = stateless / mcpz
         verdict = "PASS" if ratio >= TARGET_MCPZ else "FAIL"
         lines.append(f"- {verdict} ours in WSGI mode, 2026-07-28, ≥ {TARGET_MCPZ}x django-mcpz: {ratio:.2f}x")
+    for label, what in (("django-view", "a plain Django view"), ("bare-wsgi", "a bare WSGI callable (no Django)")):
+        floor = rps.get((label, CASE))
+        if floor and mcpz:
+            lines.append(
+                f"- (bound) {what} doing the same JSON work: {floor / mcpz:.2f}x django-mcpz, server CPU "
+                f"{cpu[(label, CASE)]:,.0f} µs/req against django-mcpz's {cpu[('django-mcpz', CASE)]:,.0f}"
+                + (f" and ours' {cpu[('ours-wsgi', CASE)]:,.0f}" if stateless else "")
+            )
     if stateless and session:
         ratio = session / stateless
         verdict = "PASS" if ratio >= TARGET_SESSION else "FAIL"
@@ -273,7 +388,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--peers-venv", type=Path, default=Path(tempfile.gettempdir()) / "django-mcp-peers-venv")
-    parser.add_argument("--only", default="ours-wsgi,ours-channels,django-mcp-server,django-mcpz")
+    parser.add_argument("--only", default="ours-wsgi,ours-channels,django-mcp-server,django-mcpz,django-view,bare-wsgi")
+    parser.add_argument("--client", choices=("python", "wrk"), default="python")
     args = parser.parse_args()
     only = set(args.only.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="wsgi-peers-"))
@@ -283,12 +399,19 @@ def main() -> int:
     workers = str(args.workers)
     rows: list[tuple[str, str, dict[str, Any]]] = []
 
+    drive = load_wrk if args.client == "wrk" else load
+    serving: list[int] = []  # the server process now running (its workers are its children)
+
     def run(label: str, case: str, port: int, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
-        load(port, path, body, headers, min(1.0, args.duration), args.concurrency)  # warm-up
-        result = load(port, path, body, headers, args.duration, args.concurrency)
+        drive(port, path, body, headers, min(1.0, args.duration), args.concurrency)  # warm-up
+        pids = family(serving[-1])
+        before = cpu_seconds(pids)
+        result = drive(port, path, body, headers, args.duration, args.concurrency)
+        result["cpu_us"] = (cpu_seconds(pids) - before) * 1e6 / max(1, result["requests"])
         rows.append((label, case, result))
         print(f"{label:18} {case:28} {result['rps']:8.0f} req/s  p50 {result['p50']:6.1f} ms  "
-              f"p99 {result['p99']:6.1f} ms  errors {result['errors']}", flush=True)  # fmt: skip
+              f"p99 {result['p99']:6.1f} ms  CPU {result['cpu_us']:6.0f} µs/req  errors {result['errors']}",
+              flush=True)  # fmt: skip
 
     ours_env = {
         **os.environ,
@@ -310,45 +433,53 @@ def main() -> int:
         port = free_port()
         bind = ["-b", f"127.0.0.1:{port}"] if "gunicorn" in command[0] else ["--host", "127.0.0.1", "--port", str(port)]
         proc = serve([*command, *bind], env, ROOT, tmp / f"{label}.log", port)
+        serving.append(proc.pid)
         try:
             run(label, "2026-07-28 tools/call", port, "/mcp/", call(stateless=True), STATELESS_HEADERS)
             run(label, "2025-11-25 session tools/call", port, "/mcp/", call(), handshake(port, "/mcp/", "2025-11-25"))
         finally:
             stop(proc)
 
-    if only & {"django-mcp-server", "django-mcpz"}:
+    if only & {"django-mcp-server", "django-mcpz", "django-view", "bare-wsgi"}:
         venv = peers_venv(args.peers_venv)
         for label, project, path in (
             ("django-mcp-server", "mcpserver_project", "/mcp"),
             ("django-mcpz", "mcpz_project", "/mcp"),
+            ("django-view", "floor_project", "/mcp"),
+            ("bare-wsgi", "", "/mcp"),
         ):
             if label not in only:
                 continue
-            env = {**os.environ, "PYTHONPATH": str(tmp), "DJANGO_SETTINGS_MODULE": f"{project}.settings",
-                   "PEER_DB": str(tmp / f"{label}.sqlite3")}  # fmt: skip
-            subprocess.run(
-                [str(venv / "bin" / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=tmp, check=True
-            )
+            env = {**os.environ, "PYTHONPATH": str(tmp), "PEER_DB": str(tmp / f"{label}.sqlite3")}
             port = free_port()
-            command = [str(venv / "bin" / "gunicorn"), "-w", workers, "-k", "sync", "-b", f"127.0.0.1:{port}",
-                       f"{project}.wsgi_app:application"]  # fmt: skip
-            (tmp / project / "wsgi_app.py").write_text(
-                "from django.core.wsgi import get_wsgi_application\napplication = get_wsgi_application()\n"
-            )
+            app = "bare_wsgi:application"
+            if project:
+                env["DJANGO_SETTINGS_MODULE"] = f"{project}.settings"
+                subprocess.run(
+                    [str(venv / "bin" / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=tmp, check=True
+                )
+                (tmp / project / "wsgi_app.py").write_text(
+                    "from django.core.wsgi import get_wsgi_application\napplication = get_wsgi_application()\n"
+                )
+                app = f"{project}.wsgi_app:application"
+            command = [str(venv / "bin" / "gunicorn"), "-w", workers, "-k", "sync", "-b", f"127.0.0.1:{port}", app]
             proc = serve(command, env, tmp, tmp / f"{label}.log", port)
+            serving.append(proc.pid)
             try:
-                if label == "django-mcpz":
+                if label != "django-mcp-server":
                     run(label, "2026-07-28 tools/call", port, path, call(stateless=True), STATELESS_HEADERS)
                 else:
                     run(label, "2025-06-18 session tools/call", port, path, call(), handshake(port, path, "2025-06-18"))
             finally:
                 stop(proc)
 
-    print(f"\n{args.workers} workers each, {args.concurrency} client threads, {args.duration:g} s per case\n")
-    print("| server | case | req/s | p50 ms | p99 ms | errors |")
-    print("|---|---|--:|--:|--:|--:|")
+    client = f"{args.concurrency} client threads" if args.client == "python" else f"wrk, {args.concurrency} connections"
+    print(f"\n{args.workers} workers each, {client}, {args.duration:g} s per case\n")
+    print("| server | case | req/s | p50 ms | p99 ms | server CPU µs/req | errors |")
+    print("|---|---|--:|--:|--:|--:|--:|")
     for label, case, r in rows:
-        print(f"| {label} | {case} | {r['rps']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} |")
+        print(f"| {label} | {case} | {r['rps']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['cpu_us']:,.0f} "
+              f"| {r['errors']} |")  # fmt: skip
     lines = targets(rows)
     if lines:
         print("\nTargets:\n" + "\n".join(lines))
