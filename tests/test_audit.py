@@ -438,6 +438,29 @@ def test_a_full_buffer_drops_the_oldest_with_a_counted_warning(caplog: pytest.Lo
     assert any("audit buffer is full (3 items): dropped the" in m for m in caplog.messages), caplog.messages
 
 
+def test_a_full_buffer_emptied_by_the_writer_meanwhile_still_takes_the_record() -> None:
+    """The writer thread may drain the buffer between ``add``'s "is it full?" and its drop of the oldest
+    (the GIL changes hands between any two bytecodes): the call adding a record must not fail for it.
+    Here the capacity, read between the two, is where the drain happens, so the interleaving is certain."""
+    written: list[list[int]] = []
+    race = threading.Event()
+
+    def capacity() -> int:
+        if race.is_set():
+            writer.flush()  # what the writer thread does: everything buffered is written and gone
+        return 2
+
+    writer: BatchWriter[int] = BatchWriter(
+        "race", written.append, interval=lambda: 3600.0, batch_size=lambda: 100, capacity=capacity
+    )
+    writer.add(1)
+    writer.add(2)
+    race.set()
+    writer.add(3)  # full (2 of 2) when counted, empty when the oldest is dropped
+    assert written == [[1, 2]] and list(writer._items) == [3]
+    assert writer.dropped == 0  # nothing was dropped: the others were written
+
+
 def _writer(sink: Any, **kwargs: Any) -> BatchWriter[int]:
     options: dict[str, Any] = {"interval": lambda: 0.05, "batch_size": lambda: 3, "capacity": lambda: 100}
     options.update(kwargs)

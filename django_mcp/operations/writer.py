@@ -117,8 +117,12 @@ class BatchWriter(Generic[T]):
         """Buffer ``item``; never blocks, never touches the database."""
         items = self._items
         if len(items) >= self.capacity():
-            items.popleft()
-            self._drop(1)
+            try:
+                items.popleft()
+            except IndexError:  # the writer thread emptied the buffer since the test: nothing to drop
+                pass
+            else:
+                self._drop(1)
         items.append(item)
         if self._thread is None:
             self._start()
@@ -163,10 +167,15 @@ class BatchWriter(Generic[T]):
             except BaseException:
                 items.extendleft(reversed(batch))  # back in front, in order; the oldest go if it overflows
                 excess = len(items) - self.capacity()
+                dropped = 0
                 for _ in range(max(0, excess)):
-                    items.popleft()
-                if excess > 0:
-                    self._drop(excess)
+                    try:
+                        items.popleft()
+                    except IndexError:  # calls dropped some meanwhile (``add``)
+                        break
+                    dropped += 1
+                if dropped:
+                    self._drop(dropped)
                 raise
             written += len(batch)
         return written
