@@ -163,6 +163,8 @@ class ViewRequest:
             response["Cache-Control"] = "no-cache"
         else:
             response = HttpResponse(jsonrpc.dumps(payload), status=status, content_type=JSON_CT.decode())
+        # The whole reply is in hand (the SSE one too): its length, not chunked, whatever the project's middleware.
+        response["Content-Length"] = len(response.content)
         if session is not None:
             response["Mcp-Session-Id"] = session.id
         return response
@@ -228,6 +230,8 @@ class ViewRequest:
 def _empty(status: int, allow: bytes | None = None) -> HttpResponse:
     response = HttpResponse(status=status)
     del response["Content-Type"]
+    if status not in (204, 304):  # which carry no Content-Length (RFC 9110)
+        response["Content-Length"] = 0
     if allow is not None:
         response["Allow"] = allow.decode()
     return response
@@ -235,6 +239,7 @@ def _empty(status: int, allow: bytes | None = None) -> HttpResponse:
 
 def _error(exc: Rejected) -> HttpResponse:
     response = HttpResponse(jsonrpc.dumps(exc.message()), status=exc.status, content_type=JSON_CT.decode())
+    response["Content-Length"] = len(response.content)
     for name, value in getattr(exc, "headers", None) or ():
         response[name.decode("latin-1")] = value.decode("latin-1")
     return response

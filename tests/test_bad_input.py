@@ -417,6 +417,50 @@ def test_a_client_gone_before_its_body_ends_leaves_no_traceback_under_uvicorn(
         server.stop()
 
 
+# -- framing: every buffered reply says its length ---------------------------------------------------------
+
+
+def assert_length_framed(r: httpx.Response, status: int) -> None:
+    """``Content-Length`` equal to the body, no chunked encoding; none at all on a 204 (RFC 9110)."""
+    assert r.status_code == status, r.text
+    assert "transfer-encoding" not in r.headers, r.headers
+    if status == 204:
+        assert "content-length" not in r.headers and r.content == b""
+    else:
+        assert int(r.headers["content-length"]) == len(r.content), r.headers
+
+
+def framed_replies(raw: Raw) -> None:
+    """A result, an error, an accepted notification, a session's end and a preflight: each framed by length.
+
+    Chunked replies cost the server a second write and a second TCP segment per request (the chunk and the
+    terminator), about 7 % of a trivial call's rate on uvicorn (docs/performance.md).
+    """
+    assert_length_framed(raw.modern("tools/list"), 200)
+    assert_length_framed(raw.post(None, raw=b"{not json"), 400)
+    sid = raw.initialize()
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+    assert_length_framed(raw.post(note, raw.session_headers(sid)), 202)
+    assert_length_framed(raw.http.delete(raw.url, headers=raw.session_headers(sid)), 200)
+    assert_length_framed(raw.http.options(raw.url), 204)
+
+
+def test_replies_are_length_framed_under_daphne(raw: Raw) -> None:
+    framed_replies(raw)
+
+
+def test_replies_are_length_framed_under_uvicorn(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.conftest import server_env
+    from tests.production.ops import start_uvicorn
+
+    tmp = tmp_path_factory.mktemp("framed")
+    server = start_uvicorn(server_env(tmp), tmp / "uvicorn.log")
+    try:
+        framed_replies(Raw(server))
+    finally:
+        server.stop()
+
+
 # -- the stateless era ----------------------------------------------------------------------------------
 
 

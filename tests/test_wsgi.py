@@ -283,3 +283,41 @@ def test_wsgi_only_project_needs_no_channels(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "echo" in json.loads(run.stdout.strip().splitlines()[-1])
+
+
+# -- framing, in process through Django's own WSGI handler ----------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_view_gives_every_buffered_reply_its_length(settings: Any) -> None:
+    """Without ``CommonMiddleware`` (which would add it) the view still sets ``Content-Length``: gunicorn
+    otherwise sends HTTP/1.1 replies chunked, a second write for the terminator. 204 carries none (RFC 9110)."""
+    from django.test import Client
+
+    settings.ROOT_URLCONF = "tests.urls_wsgi"
+    settings.MIDDLEWARE = []
+    client = Client(SERVER_NAME="127.0.0.1", HTTP_HOST="127.0.0.1")  # development mode answers loopback only
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    modern = {"HTTP_MCP_PROTOCOL_VERSION": "2026-07-28", "HTTP_ACCEPT": ACCEPT}
+
+    def post(body: bytes, **headers: str) -> Any:
+        return client.post("/mcp/", body, content_type="application/json", **{**modern, **headers})
+
+    listed = post(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}).encode(),
+        HTTP_MCP_METHOD="tools/list",
+    )
+    malformed = post(b"{not json")
+    note = post(
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}).encode(),
+        HTTP_MCP_METHOD="notifications/cancelled",
+    )
+    for response, status in ((listed, 200), (malformed, 400), (note, 202)):
+        assert response.status_code == status, response.content
+        assert response["Content-Length"] == str(len(response.content)), response.headers
+    preflight = client.options("/mcp/")
+    assert preflight.status_code == 204 and not preflight.has_header("Content-Length")
