@@ -54,6 +54,18 @@ from benchmarks import procstat  # noqa: E402
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 ACCEPT = "application/json, text/event-stream"
 
+#: The settings of django-mcpz's project and of the plain Django view's: the same but for the URLconf.
+PLAIN_SETTINGS = """
+    SECRET_KEY = "bench"
+    DEBUG = False
+    ALLOWED_HOSTS = ["*"]
+    INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth"]
+    MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
+    ROOT_URLCONF = "{project}.urls"
+    DATABASES = {{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": __import__("os").environ["PEER_DB"]}}}}
+    USE_TZ = True
+"""
+
 PEER_FILES = {
     "mcpserver_project/settings.py": """
         SECRET_KEY = "bench"
@@ -91,16 +103,7 @@ PEER_FILES = {
                 from . import mcp  # noqa: F401
     """,
     "floor_project/__init__.py": "",
-    "floor_project/settings.py": """
-        SECRET_KEY = "bench"
-        DEBUG = False
-        ALLOWED_HOSTS = ["*"]
-        INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth"]
-        MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
-        ROOT_URLCONF = "floor_project.urls"
-        DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": __import__("os").environ["PEER_DB"]}}
-        USE_TZ = True
-    """,
+    "floor_project/settings.py": PLAIN_SETTINGS.format(project="floor_project"),
     "floor_project/urls.py": """
         import json
         from django.http import HttpResponse
@@ -131,16 +134,7 @@ PEER_FILES = {
             return [body]
     """,
     "mcpz_project/__init__.py": "",
-    "mcpz_project/settings.py": """
-        SECRET_KEY = "bench"
-        DEBUG = False
-        ALLOWED_HOSTS = ["*"]
-        INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth"]
-        MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
-        ROOT_URLCONF = "mcpz_project.urls"
-        DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": __import__("os").environ["PEER_DB"]}}
-        USE_TZ = True
-    """,
+    "mcpz_project/settings.py": PLAIN_SETTINGS.format(project="mcpz_project"),
     "mcpz_project/urls.py": """
         import msgspec
         from django.urls import path
