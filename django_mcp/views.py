@@ -40,7 +40,7 @@ from .routing import long_lived
 from .server import MCPServer
 from .sessions import SessionState, prefetch, prefetched, store
 from .transports import guards
-from .transports.base import JSON_CT, SSE_CT, HTTPError, sse_event
+from .transports.base import BODILESS, JSON_CT, SSE_CT, HTTPError, sse_event
 
 #: Methods WSGI mode does not offer: they need a stream held open after the response.
 HELD = frozenset({"subscriptions/listen", "resources/subscribe", "resources/unsubscribe"})
@@ -159,12 +159,10 @@ class ViewRequest:
     ) -> HttpResponse:
         if early is not None and early.messages:  # notifications first: the response is an SSE stream
             body = b"".join(sse_event(data) for data in [*early.messages, jsonrpc.dumps(payload)])
-            response = HttpResponse(body, status=200, content_type=SSE_CT.decode())
+            response = _sized(body, 200, SSE_CT)
             response["Cache-Control"] = "no-cache"
         else:
-            response = HttpResponse(jsonrpc.dumps(payload), status=status, content_type=JSON_CT.decode())
-        # The whole reply is in hand (the SSE one too): its length, not chunked, whatever the project's middleware.
-        response["Content-Length"] = len(response.content)
+            response = _sized(jsonrpc.dumps(payload), status, JSON_CT)
         if session is not None:
             response["Mcp-Session-Id"] = session.id
         return response
@@ -227,10 +225,17 @@ class ViewRequest:
         return _empty(200)
 
 
+def _sized(body: bytes, status: int, content_type: bytes) -> HttpResponse:
+    """A reply whose whole body is in hand, with its length (not chunked), whatever the project's middleware."""
+    response = HttpResponse(body, status=status, content_type=content_type.decode())
+    response["Content-Length"] = len(body)
+    return response
+
+
 def _empty(status: int, allow: bytes | None = None) -> HttpResponse:
     response = HttpResponse(status=status)
     del response["Content-Type"]
-    if status not in (204, 304):  # which carry no Content-Length (RFC 9110)
+    if status not in BODILESS:
         response["Content-Length"] = 0
     if allow is not None:
         response["Allow"] = allow.decode()
@@ -238,8 +243,7 @@ def _empty(status: int, allow: bytes | None = None) -> HttpResponse:
 
 
 def _error(exc: Rejected) -> HttpResponse:
-    response = HttpResponse(jsonrpc.dumps(exc.message()), status=exc.status, content_type=JSON_CT.decode())
-    response["Content-Length"] = len(response.content)
+    response = _sized(jsonrpc.dumps(exc.message()), exc.status, JSON_CT)
     for name, value in getattr(exc, "headers", None) or ():
         response[name.decode("latin-1")] = value.decode("latin-1")
     return response

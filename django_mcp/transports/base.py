@@ -23,6 +23,9 @@ JSON_CT = b"application/json"
 SSE_CT = b"text/event-stream"
 SSE_HEADERS = [(b"content-type", SSE_CT), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 KEEP_ALIVE = b": keep-alive\n\n"
+#: Statuses whose replies carry no body and so no ``Content-Length`` (RFC 9110): every other buffered reply
+#: says its length, so that the server writes it in one piece rather than chunked (docs/performance.md).
+BODILESS = frozenset({204, 304})
 
 #: Long-lived streams (GET, resumed POST, listen) this worker process holds open (``MAX_STREAMS``).
 _open_streams = 0
