@@ -51,3 +51,23 @@ def read(pid: int) -> Reading | None:
         return None
     # After the ")" of the command name: state is field 0, utime field 11, stime field 12 (stat(5) 14 and 15).
     return Reading((int(fields[11]) + int(fields[12])) / TICKS, voluntary, involuntary)
+
+
+def family(pid: int) -> list[int]:
+    """``pid`` and its children (gunicorn's or uvicorn's workers), from ``/proc``."""
+    pids = [pid]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+        if ppid == pid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds so far of ``pids`` (every thread), 0 for one that is gone."""
+    return sum(r.cpu_s for r in (read(p) for p in pids) if r is not None)

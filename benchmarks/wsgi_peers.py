@@ -184,26 +184,6 @@ def request(port: int, path: str, body: dict[str, Any], headers: dict[str, str])
         conn.close()
 
 
-def family(pid: int) -> list[int]:
-    """``pid`` and its children (gunicorn's or uvicorn's workers), from ``/proc``."""
-    pids = [pid]
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):  # gone meanwhile
-            continue
-        if ppid == pid:
-            pids.append(int(entry.name))
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """CPU seconds so far of ``pids`` (every thread), 0 for one that is gone."""
-    return sum(r.cpu_s for r in (procstat.read(p) for p in pids) if r is not None)
-
-
 def load(
     port: int, path: str, body: dict[str, Any], headers: dict[str, str], duration: float, conc: int
 ) -> dict[str, Any]:
@@ -255,7 +235,7 @@ def load_wrk(
     wrk cannot read the replies, so one is checked first (``echo-me`` in it); wrk's own error
     counts (non-2xx, timeouts, refused connections) are the errors.
     """
-    from benchmarks.run import ERROR_KINDS, Case, ensure_wrk, run_wrk  # reason: run.py's wrk harness
+    from benchmarks.run import Case, Served, ensure_wrk, run_wrk  # reason: run.py's wrk harness
 
     status, _, data = request(port, path, body, headers)
     if status != 200 or b'"error"' in data or b"echo-me" not in data:
@@ -264,13 +244,13 @@ def load_wrk(
     case = Case("wsgi", "call", json.dumps(body), tuple(sent.items()))
     url = f"http://127.0.0.1:{port}{path}"
     stats = run_wrk(ensure_wrk(), url, case, conc, max(1, round(duration)), port, None, None)
-    n = int(stats["requests"])
+    served = Served(stats, 0.0, 0.0)  # its rate and errors; the CPU is the whole process tree's (main's ``run``)
     return {
-        "rps": n / (stats["duration_us"] / 1e6),
+        "rps": served.rps,
         "p50": stats["p50_us"] / 1000,
         "p99": stats["p99_us"] / 1000,
-        "errors": sum(int(stats[k]) for k in ERROR_KINDS),
-        "requests": n,
+        "errors": sum(served.errors.values()),
+        "requests": int(stats["requests"]),
     }
 
 
@@ -398,10 +378,10 @@ def main() -> int:
 
     def run(label: str, case: str, port: int, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         drive(port, path, body, headers, min(1.0, args.duration), args.concurrency)  # warm-up
-        pids = family(serving[-1])
-        before = cpu_seconds(pids)
+        pids = procstat.family(serving[-1])
+        before = procstat.cpu_seconds(pids)
         result = drive(port, path, body, headers, args.duration, args.concurrency)
-        result["cpu_us"] = (cpu_seconds(pids) - before) * 1e6 / max(1, result["requests"])
+        result["cpu_us"] = (procstat.cpu_seconds(pids) - before) * 1e6 / max(1, result["requests"])
         rows.append((label, case, result))
         print(f"{label:18} {case:28} {result['rps']:8.0f} req/s  p50 {result['p50']:6.1f} ms  "
               f"p99 {result['p99']:6.1f} ms  CPU {result['cpu_us']:6.0f} µs/req  errors {result['errors']}",
