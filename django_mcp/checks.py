@@ -141,6 +141,40 @@ def _import_problem(path: str) -> str | None:
     return None
 
 
+#: Middleware that replaces ``request.user`` with the session's user: in a call's chain it would hide the caller.
+_REPLACES_USER = ("django.contrib.auth.middleware.AuthenticationMiddleware",)
+
+
+@register(Tags.compatibility)
+def check_project_middleware(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E212``: a middleware a call runs in cannot be imported; ``W050``: one would replace the caller."""
+    from . import project_middleware  # reason: the check needs the effective list, not the raw setting
+
+    if SETTINGS["PROJECT_MIDDLEWARE"].problem(mcp_settings.PROJECT_MIDDLEWARE) is not None:
+        return []  # E210 says what is wrong with the setting itself
+    found: list[Any] = []
+    for path in project_middleware.middleware_paths():
+        problem = _import_problem(path)
+        if problem is not None:
+            found.append(
+                Error(
+                    f"A middleware MCP calls run in (DJANGO_MCP['PROJECT_MIDDLEWARE'] or MIDDLEWARE) {problem}.",
+                    hint="Fix the path, or leave it out of calls with DJANGO_MCP['PROJECT_MIDDLEWARE_EXCLUDE'].",
+                    id="django_mcp.E212",
+                )
+            )
+        elif path in _REPLACES_USER:
+            found.append(
+                Warning(
+                    f"DJANGO_MCP['PROJECT_MIDDLEWARE'] lists {path}: it replaces request.user with the session's "
+                    "user, so the project's middleware after it would not see the MCP caller.",
+                    hint="Leave it out: the request of an MCP call already carries the caller as request.user.",
+                    id="django_mcp.W050",
+                )
+            )
+    return found
+
+
 def _check_routing(path: str) -> list[Any]:
     try:
         app = import_string(path)

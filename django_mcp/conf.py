@@ -96,6 +96,8 @@ class DjangoMCPSettings(TypedDict, total=False):
     TASK_HEARTBEAT_TIMEOUT: float
     TASK_MAX_ATTEMPTS: int
     MIDDLEWARE: Sequence[str | Callable[..., Any]]
+    PROJECT_MIDDLEWARE: Sequence[str] | None
+    PROJECT_MIDDLEWARE_EXCLUDE: Sequence[str]
     TELEMETRY: bool
     TELEMETRY_RESOURCE_SPAN_NAMES: bool
     TELEMETRY_TOOL_CONTENT: bool
@@ -435,6 +437,24 @@ SETTINGS: dict[str, Setting] = {
         lambda v: all((isinstance(p, str) and "." in p) or callable(p) for p in v),
         default=list(DEFAULT_MIDDLEWARE),
     ),
+    # The project's own Django middleware each call runs in, on a request whose user is the caller
+    # (django_mcp.project_middleware, docs/existing-projects.md): None, the project's MIDDLEWARE less Django's
+    # own and other HTTP-only middleware; [] for none.
+    "PROJECT_MIDDLEWARE": Setting(
+        "django_mcp.E210",
+        "None, or a list of dotted paths of Django middleware",
+        (type(None), *_SEQUENCE),
+        lambda v: v is None or all(isinstance(p, str) and "." in p for p in v),
+        default=None,
+    ),
+    # Dotted paths left out of PROJECT_MIDDLEWARE (its default included): middleware a call must not run in.
+    "PROJECT_MIDDLEWARE_EXCLUDE": Setting(
+        "django_mcp.E211",
+        "a list of dotted paths of Django middleware",
+        _SEQUENCE,
+        lambda v: all(isinstance(p, str) for p in v),
+        default=[],
+    ),
     # -- Telemetry (django_mcp.operations.telemetry; the `otel` extra) --
     # OpenTelemetry spans and metrics per the MCP semantic conventions; off: nothing of OpenTelemetry is imported.
     "TELEMETRY": _bool("django_mcp.E185", default=False),
@@ -601,6 +621,8 @@ class MCPSettings:
     TASK_HEARTBEAT_TIMEOUT: float
     TASK_MAX_ATTEMPTS: int
     MIDDLEWARE: Sequence[str | Callable[..., Any]]
+    PROJECT_MIDDLEWARE: Sequence[str] | None
+    PROJECT_MIDDLEWARE_EXCLUDE: Sequence[str]
     TELEMETRY: bool
     TELEMETRY_RESOURCE_SPAN_NAMES: bool
     TELEMETRY_TOOL_CONTENT: bool

@@ -33,7 +33,7 @@ from django.db import models
 from django.db.models import ForeignObjectRel, Q, QuerySet
 from django.utils.text import capfirst
 
-from . import model_signals
+from . import model_signals, project_middleware
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import Context
@@ -432,7 +432,7 @@ class ModelResourceTemplate(ResourceTemplate):
         return True
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context) -> list[dict[str, Any]]:
-        return await run_sync(self.resource.read_sync, ctx, uri, dict(variables))
+        return await run_sync(project_middleware.within, ctx, self.resource.read_sync, ctx, uri, dict(variables))
 
     async def ensure_exists(self, uri: str, variables: dict[str, str], ctx: Context) -> None:
         """``ResourceNotFound`` unless the caller may read the object (used before subscribing)."""

@@ -14,13 +14,13 @@ from typing import Any
 
 import mcp_types as types
 
+from . import project_middleware
 from .access import Check, Guard
 from .auditing import REDACTED, AuditPolicy, check_policy
 from .content import CONTENT_TYPES, Role, dump
 from .context import Context
 from .resources import Completer
 from .signature import context_parameter
-from .sync import in_user_pool
 
 
 @dataclass
@@ -105,7 +105,7 @@ class Prompt(Guard):
         kwargs = {k: v for k, v in arguments.items() if k in known}
         if self.ctx_param:
             kwargs[self.ctx_param] = ctx
-        value = await in_user_pool(self.fn)(**kwargs)
+        value = await project_middleware.call_handler(ctx, self.fn, kwargs)
         items = value if isinstance(value, (list, tuple)) else [value]
         messages = []
         for item in items:

@@ -15,12 +15,12 @@ from typing import Any
 
 import mcp_types as types
 
+from . import project_middleware
 from .access import Check, Guard
 from .auditing import REDACTED, AuditPolicy, check_policy
 from .context import Context
 from .protocol.uri_template import URITemplate
 from .signature import context_parameter
-from .sync import in_user_pool
 
 Completer = Callable[..., Any]
 
@@ -86,7 +86,7 @@ class Resource(Guard):
         kwargs: dict[str, Any] = dict(variables)
         if self.ctx_param:
             kwargs[self.ctx_param] = ctx
-        value = await in_user_pool(self.fn)(**kwargs)
+        value = await project_middleware.call_handler(ctx, self.fn, kwargs)
         return contents_for(uri, value, self.mime_type)
 
     async def ensure_exists(self, uri: str, variables: dict[str, str], ctx: Context) -> None:

@@ -34,6 +34,7 @@ from django.template.loader import get_template
 from django.utils.datastructures import MultiValueDict
 from django.utils.functional import Promise
 
+from . import project_middleware
 from .access import Check
 from .content import dump
 from .context import Context
@@ -310,7 +311,7 @@ class TemplatePrompt(Prompt):
 
     async def render(self, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
         collector = Collector()
-        text = await run_sync(self.render_text, arguments, ctx, collector)
+        text = await run_sync(project_middleware.within, ctx, self.render_text, arguments, ctx, collector)
         messages = await self.messages(text, collector, ctx)
         result: dict[str, Any] = {"messages": messages}
         if self.description:

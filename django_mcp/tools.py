@@ -13,12 +13,12 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import mcp_types
 from pydantic import BaseModel, TypeAdapter
 
-from . import rates
+from . import project_middleware, rates
 from .access import Check, Guard
 from .auditing import REDACTED, AuditPolicy, check_policy
 from .conf import mcp_settings
@@ -58,6 +58,9 @@ class Tool(Guard):
     ask_first: bool = False
     #: Calls each caller may make, in the ``limits`` syntax (``"10/minute"``); None: ``RATE_LIMITS["tool"]``.
     rate_limit: str | None = None
+    #: The tool builds the request the project's middleware runs on itself (a view or DRF tool: the view's own
+    #: request); ``run`` then adds no plain call request around it.
+    own_request: ClassVar[bool] = False
     #: Seconds a call (or a task's run) may take before it answers a timed-out tool error; None: the
     #: ``TOOL_TIMEOUT`` (``TASK_TIMEOUT`` for a task's run) setting, ``math.inf``: none.
     timeout: float | None = None
@@ -120,25 +123,33 @@ class Tool(Guard):
         self.output_schema = sig.output_schema
         self.output_adapter = sig.output_adapter
         self.wrap_output = sig.wrap_output
-        self._runner = fn if self.is_async else user_pool.wrap(self._call_sync)
+        self._runner = user_pool.wrap(self._call_sync)
 
     @property
     def read_only(self) -> bool:
         """Annotated ``readOnlyHint: true``: on SQLite its transaction never takes the write lock."""
         return bool(self.annotations and self.annotations.get("readOnlyHint") is True)
 
-    def _call_sync(self, **kwargs: Any) -> Any:
+    def _call_sync(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
         """Run a sync tool in its thread, in a savepoint when ``ATOMIC_TOOL_CALLS`` is on.
 
         The savepoint lives on the thread that does the work, so an exception
         (``ToolError`` included) rolls back every write of the call. Async tools
         are not wrapped: their ORM calls hop to asgiref's thread shared with other
-        requests, where a transaction spanning ``await`` points cannot live.
+        requests, where a transaction spanning ``await`` points cannot live. The
+        project's middleware (``project_middleware``) runs inside the savepoint, on
+        this thread, so what it records belongs to the call and its thread-locals
+        are the tool's.
         """
         if mcp_settings.ATOMIC_TOOL_CALLS:
             with tool_transaction(read_only=self.read_only):
-                return self.fn(**kwargs)
-        return self.fn(**kwargs)
+                return self._in_project(ctx, kwargs)
+        return self._in_project(ctx, kwargs)
+
+    def _in_project(self, ctx: Context, kwargs: dict[str, Any]) -> Any:
+        if self.own_request or not project_middleware.active():
+            return self.fn(**kwargs)
+        return project_middleware.run_sync(project_middleware.call_request(ctx), lambda _request: self.fn(**kwargs))
 
     def definition(self) -> dict[str, Any]:
         """The newest-revision wire form; shaping prunes it for older clients."""
@@ -179,7 +190,12 @@ class Tool(Guard):
     async def run(self, kwargs: dict[str, Any], ctx: Context) -> Any:
         if self.ctx_param:
             kwargs[self.ctx_param] = ctx
-        return await self._runner(**kwargs)
+        if not self.is_async:
+            return await self._runner(ctx, kwargs)
+        if self.own_request or not project_middleware.active():
+            return await self.fn(**kwargs)
+        request = project_middleware.call_request(ctx)
+        return await project_middleware.run_async(request, lambda _request: self.fn(**kwargs))
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what the callable returned into a CallToolResult dict."""

@@ -13,7 +13,6 @@ Importing this module gives ``MCPServer.register_view`` its tool maker (``server
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -29,11 +28,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import strip_tags
 from pydantic import BaseModel, TypeAdapter
 
+from . import project_middleware
 from .access import Check
 from .auditing import REDACTED, AuditPolicy
 from .content import image
 from .context import Context
 from .exceptions import ToolError
+from .project_middleware import build_request
 from .server import hooks
 from .signature import EMPTY, Parameter, Signature, arguments_model, model_name, model_parameters, parse_docstring
 from .tools import TaskSupport, Tool
@@ -43,54 +44,6 @@ CTX = "mcp_ctx__"
 #: Longest error text taken from a response body.
 MAX_ERROR_TEXT = 2000
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-def request_host() -> str:
-    """A host name ``ALLOWED_HOSTS`` accepts, so ``build_absolute_uri`` works in the view."""
-    for host in settings.ALLOWED_HOSTS:
-        host = host.lstrip(".")
-        if host and host != "*":
-            return host
-    return "localhost"
-
-
-def build_request(
-    method: str,
-    path: str,
-    ctx: Context,
-    *,
-    query: Mapping[str, Any] | None = None,
-    body: bytes = b"",
-    content_type: str = "",
-) -> WSGIRequest:
-    """A real Django request for the MCP caller, as the WSGI handler would build it.
-
-    ``request.user`` is the caller; ``request.mcp`` is the tool's ``Context``.
-    ``REMOTE_ADDR`` is loopback: the client's address does not reach tools, so
-    anonymous rate limits keyed on it are shared by every anonymous caller.
-    """
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": method.upper(),
-        "SCRIPT_NAME": "",
-        "PATH_INFO": path,
-        "QUERY_STRING": urlencode(query or {}, doseq=True),
-        "SERVER_NAME": request_host(),
-        "SERVER_PORT": "80",
-        "HTTP_HOST": request_host(),
-        "HTTP_ACCEPT": "application/json",
-        "REMOTE_ADDR": "127.0.0.1",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "CONTENT_LENGTH": str(len(body)),
-    }
-    if content_type:
-        environ["CONTENT_TYPE"] = content_type
-    request = WSGIRequest(environ)
-    request.user = ctx.user  # type: ignore[assignment]  # any user model
-    request.mcp = ctx  # type: ignore[attr-defined]
-    request.mcp_caller = ctx.user  # type: ignore[attr-defined]
-    return request
 
 
 def error_text(data: Any, prefix: str = "") -> list[str]:
@@ -185,6 +138,7 @@ class ViewTool(Tool):
     view: Callable[..., Any]
     http_method: str
     url_kwargs: list[str]
+    own_request = True
 
 
 def view_tool(
@@ -264,7 +218,7 @@ def view_tool(
     def run_sync(ctx: Context, args: dict[str, Any]) -> Any:
         request, kwargs = prepare(ctx, args)
         try:
-            response = view(request, **kwargs)
+            response = project_middleware.run_sync(request, lambda r: view(r, **kwargs))
         except Http404 as exc:
             raise ToolError(str(exc) or "Not found") from None
         return finish(response)
@@ -272,7 +226,7 @@ def view_tool(
     async def run_async(ctx: Context, args: dict[str, Any]) -> Any:
         request, kwargs = prepare(ctx, args)
         try:
-            response = await view(request, **kwargs)
+            response = await project_middleware.run_async(request, lambda r: view(r, **kwargs))
         except Http404 as exc:
             raise ToolError(str(exc) or "Not found") from None
         return finish(response)

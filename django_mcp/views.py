@@ -264,6 +264,9 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
             if method == "OPTIONS":
                 return _empty(204, ALLOW)
             await guards.authenticate(exchange.scope, exchange.headers)
+            caller = exchange.scope.get("user")
+            if caller is not None:  # what the project's middleware reads after the view (its own calls: per call)
+                request.user = caller
             if method == "POST":
                 return await exchange.post()
             if method == "DELETE":

@@ -37,6 +37,7 @@ from rest_framework.schemas.utils import get_pk_description
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
+from .. import project_middleware
 from ..access import Check
 from ..auditing import REDACTED, AuditPolicy
 from ..context import Context
@@ -150,6 +151,7 @@ class DRFTool(Tool):
     path_params: list[str] = field(default_factory=list)
     query_params: list[str] = field(default_factory=list)
     _view_fn: Callable[..., Any] | None = field(default=None, init=False, repr=False)
+    own_request = True
 
     # -- the view ---------------------------------------------------------------------
     def _initkwargs(self) -> dict[str, Any]:
@@ -220,7 +222,8 @@ class DRFTool(Tool):
             )
         else:
             request = build_request(self.http_method, self.path, ctx, query={**query, **args})
-        response = self.view_function()(request, **kwargs)
+        view = self.view_function()
+        response = project_middleware.run_sync(request, lambda r: view(r, **kwargs))
         data = getattr(response, "data", None) if isinstance(response, Response) else None
         if response.status_code >= 300 and isinstance(response, Response):
             refuse_or_fail(response, "; ".join(error_text(data)) if data is not None else None)

@@ -1,0 +1,3 @@
+from tests.oauth.urls import urlpatterns
+
+__all__ = ["urlpatterns"]

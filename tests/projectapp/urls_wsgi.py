@@ -1,0 +1,3 @@
+from tests.oauth.urls_wsgi import urlpatterns
+
+__all__ = ["urlpatterns"]
