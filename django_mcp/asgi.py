@@ -54,3 +54,16 @@ def get_asgi_application(extra_patterns: list[Any] | None = None) -> Any:
     routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]  # type: ignore[arg-type]  # an ASGI app, routed by channels
     # Outermost: a SIGTERM drain waits for every request, the project's own views included (django_mcp.drain).
     return DrainMiddleware(ProtocolTypeRouter({"http": URLRouter(routes)}))
+
+
+def __getattr__(name: str) -> Any:
+    """``daphne django_mcp.asgi:application`` (or uvicorn's) for a project that ships no ``asgi.py``.
+
+    Built on first access (PEP 562), so importing this module never sets Django up; the project is the
+    one ``DJANGO_SETTINGS_MODULE`` names, as for ``manage.py``.
+    """
+    if name == "application":
+        app = get_asgi_application()
+        globals()["application"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
