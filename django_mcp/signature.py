@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
+import mcp_types
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
@@ -214,9 +215,17 @@ def _is_content(tp: Any) -> bool:
     return inspect.isclass(tp) and issubclass(tp, CONTENT_TYPES)
 
 
+def _is_call_result(tp: Any) -> bool:
+    return inspect.isclass(tp) and issubclass(tp, mcp_types.CallToolResult)
+
+
 def wants_structure(tp: Any) -> bool:
-    """Typed returns get an outputSchema, except text, bytes, None/Any and content blocks."""
-    if tp in _NO_STRUCTURE or tp is EMPTY or _is_content(tp):
+    """Typed returns get an outputSchema, except text, bytes, None/Any, content blocks and a ``CallToolResult``.
+
+    A ``CallToolResult`` is sent as it is (``Tool.to_result``): its own schema would describe the
+    envelope, not the ``structuredContent`` in it, and clients that validate would refuse every result.
+    """
+    if tp in _NO_STRUCTURE or tp is EMPTY or _is_content(tp) or _is_call_result(tp):
         return False
     if _is_union(tp):
         return all(wants_structure(a) for a in get_args(tp) if a is not type(None))

@@ -306,3 +306,29 @@ async def test_the_book_card_app_in_a_host(example: tuple[OAuthServer, dict[str,
         await app.locator("button", has_text="Back to the book").click()  # book_details again
         await app.locator(".title", has_text="The Hound of the Baskervilles").wait_for()
         assert (await page.evaluate("host.call('book_details', {book_id: 8})"))["structuredContent"] == before
+
+
+async def test_the_official_sdk_accepts_the_render_helpers(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    """The Python SDK validates structuredContent against each tool's outputSchema: a render helper returns a
+    ``CallToolResult`` as it is, so it publishes none (its own schema would describe the envelope)."""
+    from mcp.client.session import ClientSession
+
+    server, tokens = example
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens['reader']}"})
+    ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+    async with (
+        streamable_http_client(server.url, http_client=http) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30, extensions=ui) as session,
+    ):
+        await session.initialize()
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        helpers = [name for name in listed if name.endswith("__ui")]
+        assert "book_details__ui" in helpers
+        for name in helpers:
+            assert listed[name].output_schema is None, name
+        book = await session.call_tool("book_details", {"book_id": 3})
+        assert not book.is_error and book.structured_content is not None
+        arguments = {"result": book.structured_content, "content": [], "arguments": {"book_id": 3}}
+        rendered = await session.call_tool("book_details__ui", arguments)
+        assert not rendered.is_error
+        assert rendered.structured_content is not None and "<" in rendered.structured_content["html"]
