@@ -54,15 +54,19 @@ def wants_page(method: str, headers: dict[bytes, bytes]) -> bool:
     """Whether a request to the endpoint is a browser's (a page GET or a form POST), with the page on.
 
     MCP clients never send these: their GET accepts ``text/event-stream`` (and carries a session), their
-    POST is ``application/json``.
+    POST is ``application/json``, and what they accept is never HTML alone.
     """
+    accept = headers.get(b"accept", b"")
+    if b"text/html" not in accept or b"text/event-stream" in accept:
+        return False
     if method in ("GET", "HEAD"):
-        accept = headers.get(b"accept", b"")
-        if b"text/html" not in accept or b"mcp-session-id" in headers or b"text/event-stream" in accept:
+        if b"mcp-session-id" in headers:
             return False
     elif method == "POST":
+        # A browser's form: HTML accepted, no Authorization. An API client's form-encoded POST (a bearer
+        # token, RFC 6750's access_token body) is not one: it gets the endpoint's 415.
         ctype = headers.get(b"content-type", b"").lower()
-        if not ctype.startswith(FORM_TYPES):
+        if not ctype.startswith(FORM_TYPES) or b"authorization" in headers:
             return False
     else:
         return False

@@ -234,6 +234,24 @@ def test_content_type_and_accept(raw: Raw) -> None:
     assert raw.post(ping, {"accept": "application/json"}).status_code == 406
 
 
+def test_form_posts_of_api_clients_are_415_not_the_browsable_page(raw: Raw) -> None:
+    """An API client's form-encoded POST (a bearer token, or MCP's Accept), and RFC 6750's form-encoded
+    ``access_token`` body, get 415 with a JSON-RPC error; only a browser's form (HTML Accept, no
+    Authorization) reaches the browsable page, where CSRF applies."""
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    for headers, body in (
+        ({**form, "authorization": "Bearer abc"}, b"jsonrpc=2.0&id=1&method=ping"),
+        ({**form, "accept": ACCEPT}, b"jsonrpc=2.0&id=1&method=ping"),
+        ({**form, "accept": "application/json"}, b"access_token=abc"),
+        ({**form, "accept": "*/*"}, b"access_token=abc"),
+    ):
+        r = raw.post(None, headers, raw=body)
+        assert r.status_code == 415, (headers, r.status_code, r.text[:200])
+        assert r.headers["content-type"].startswith("application/json") and r.json()["error"]["code"] == -32600
+    browser = raw.post(None, {**form, "accept": "text/html,application/xhtml+xml"}, raw=b"action=tools/list")
+    assert browser.status_code == 403 and browser.headers["content-type"].startswith("text/html")
+
+
 def test_http_method_not_allowed(raw: Raw) -> None:
     r = raw.http.put(raw.url, content=b"{}", headers={"content-type": "application/json"})
     assert r.status_code == 405 and "allow" in r.headers

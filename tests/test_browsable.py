@@ -95,7 +95,7 @@ def post(client: Client, token: str | None = None, **fields: Any) -> Any:
     data = {**fields}
     if token is not None:
         data["csrfmiddlewaretoken"] = token
-    return client.post("/mcp/", data)
+    return client.post("/mcp/", data, **HTML)  # a browser's form submission accepts HTML
 
 
 def exchange(response: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -170,6 +170,16 @@ def test_bad_input(gunicorn: LiveServer) -> None:
     assert r.status_code == 400 and r.json()["error"]["code"] == -32700
 
 
+def test_form_posts_of_api_clients_are_415(gunicorn: LiveServer) -> None:
+    """As under Channels: a bearer's or MCP client's form-encoded POST is 415, a browser's form the page's."""
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    for headers in ({**form, "authorization": "Bearer abc", "accept": ACCEPT}, {**form, "accept": "application/json"}):
+        r = httpx.post(gunicorn.url, content=b"access_token=abc", headers=headers, timeout=30)
+        assert r.status_code == 415 and r.json()["error"]["code"] == -32600, (headers, r.text[:200])
+    r = httpx.post(gunicorn.url, content=b"action=tools/list", headers={**form, "accept": "text/html"}, timeout=30)
+    assert r.status_code == 403 and not r.headers["content-type"].startswith("application/json")  # the page refuses
+
+
 def test_no_held_streams(gunicorn: LiveServer) -> None:
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     listen = {
