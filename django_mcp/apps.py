@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import os
 import sys
 from importlib.util import find_spec
 from typing import Any
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
 from django.utils.module_loading import autodiscover_modules
 
 
@@ -35,7 +37,7 @@ class DjangoMCPConfig(AppConfig):
             from .contrib import drf  # noqa: F401  # reason: optional dependency (DRF); site.register_drf
 
         store.load_job = _task_job
-        if sys.argv[1:2] == ["db_worker"]:  # a task worker: it says it is alive while idle too (tasks.beat)
+        if runs_task_worker(sys.argv):  # a task worker: it says it is alive while idle too (tasks.beat)
             from .tasks import beat  # reason: as above
 
             beat.start()
@@ -46,6 +48,21 @@ class DjangoMCPConfig(AppConfig):
         self.site = site
         connect_signals(self)
         autodiscover_modules("mcp", register_to=site)
+
+
+def runs_task_worker(argv: list[str]) -> bool:
+    """Whether this process runs ``db_worker``'s loop: not for ``--help``, nor in its autoreloader's parent.
+
+    With ``--reload`` (``db_worker``'s default under ``DEBUG``) the command runs twice: a parent that only
+    watches files and restarts the child, and the child (``RUN_MAIN=true``) that runs tasks. Only the
+    child is a worker; counting the parent too showed one worker as two.
+    """
+    if argv[1:2] != ["db_worker"] or {"-h", "--help", "--version"} & set(argv[2:]):
+        return False
+    reload = "--reload" in argv or (bool(settings.DEBUG) and "--no-reload" not in argv)
+    if "--batch" in argv:
+        reload = False  # db_worker turns autoreload off for --batch
+    return not reload or os.environ.get(DJANGO_AUTORELOAD_ENV) == "true"
 
 
 def _telemetry_on() -> bool:

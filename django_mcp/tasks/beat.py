@@ -20,6 +20,7 @@ import time
 import uuid
 from datetime import datetime, timedelta
 
+from django.apps import apps
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
@@ -88,7 +89,16 @@ def start() -> None:
     atexit.register(_leave)
 
 
+#: How long the beat waits for the app registry before its first query (the process is still starting).
+READY_WAIT = 60.0
+
+
 def _run() -> None:
+    # Started from AppConfig.ready(): the first beat waits until every app is ready, so no query runs
+    # during app initialization (Django warns about that, and the worker has not started yet).
+    deadline = time.monotonic() + READY_WAIT
+    while not apps.ready and time.monotonic() < deadline:
+        time.sleep(0.05)
     failing = False
     while True:
         try:
