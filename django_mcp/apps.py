@@ -3,11 +3,12 @@ from __future__ import annotations
 import os
 import sys
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
-from django.utils.autoreload import DJANGO_AUTORELOAD_ENV
+from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, autoreload_started
 from django.utils.module_loading import autodiscover_modules
 
 
@@ -47,7 +48,29 @@ class DjangoMCPConfig(AppConfig):
             telemetry.install()
         self.site = site
         connect_signals(self)
+        # Before importing the apps' mcp modules: one that fails to import is then watched all the same.
+        # The folders are taken now: after a failed setup, runserver empties the app registry.
+        _app_dirs[:] = [Path(config.path) for config in apps.get_app_configs()]
+        autoreload_started.connect(watch_mcp_modules, dispatch_uid="django_mcp.watch_mcp_modules")
         autodiscover_modules("mcp", register_to=site)
+
+
+#: Every installed app's folder, recorded by ``ready()`` before the apps' ``mcp`` modules are imported.
+_app_dirs: list[Path] = []
+
+
+def watch_mcp_modules(sender: Any, **kwargs: Any) -> None:
+    """Have the autoreloader watch every app's ``mcp.py`` (or ``mcp/`` package), imported or not.
+
+    The reloader watches the modules that imported. An ``mcp.py`` that raised while being imported
+    at startup is not one of them (Django watches only the file of the traceback's last frame, often
+    this package's), so fixing and saving it would not restart ``runserver``. Django also empties the
+    app registry after such a failure, hence the folders recorded by ``ready()``.
+    """
+    for root in _app_dirs:
+        sender.watch_dir(root, "mcp.py")
+        if (root / "mcp").is_dir():
+            sender.watch_dir(root / "mcp", "**/*.py")
 
 
 def runs_task_worker(argv: list[str]) -> bool:
