@@ -118,7 +118,8 @@ def _setting_error(key: str, spec: Setting, value: Any) -> Error | None:
     problem = spec.problem(value)
     if problem is None and key in IMPORT_STRINGS and isinstance(value, str):
         problem = _import_problem(value)
-    if problem is None and key == "MIDDLEWARE":  # each entry, as Django reports a middleware it cannot import
+    if problem is None and key in ("MIDDLEWARE", "AUTHENTICATION_CLASSES"):  # each entry, as Django reports a
+        # middleware it cannot import
         problem = next((p for p in map(_import_problem, (m for m in value if isinstance(m, str))) if p), None)
     if problem is None:
         return None

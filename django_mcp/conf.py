@@ -28,6 +28,8 @@ from . import rates
 
 #: ``handler(exc, *, tool) -> dict | None`` (the ``EXCEPTION_HANDLER`` setting, once imported).
 ExceptionHandler = Callable[..., Any]
+#: ``scopes(user, auth) -> Iterable[str] | None`` (the ``TOKEN_SCOPES`` setting, once imported).
+TokenScopes = Callable[[Any, Any], Any]
 
 
 class DjangoMCPSettings(TypedDict, total=False):
@@ -64,6 +66,8 @@ class DjangoMCPSettings(TypedDict, total=False):
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
     REQUIRE_AUDIENCE: bool
+    AUTHENTICATION_CLASSES: Sequence[str | type]
+    TOKEN_SCOPES: str | TokenScopes | None
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float
@@ -341,6 +345,22 @@ SETTINGS: dict[str, Setting] = {
     "ALLOW_ANONYMOUS_REGISTRATION": _bool("django_mcp.E123", default=True),
     # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
     "REQUIRE_AUDIENCE": _bool("django_mcp.E124", default=True),
+    # The project's own API tokens (docs/auth.md): DRF-style authentication classes tried on a bearer (or
+    # their own keyword's) Authorization header that DOT does not accept; dotted paths or the classes.
+    "AUTHENTICATION_CLASSES": Setting(
+        "django_mcp.E220",
+        "a list of dotted paths of authentication classes (or the classes)",
+        _SEQUENCE,
+        lambda v: all((isinstance(c, str) and "." in c) or isinstance(c, type) for c in v),
+        default=[],
+    ),
+    # scopes(user, auth) -> the OAuth scopes a project token grants (None: all the site's); None: all of them.
+    "TOKEN_SCOPES": Setting(
+        "django_mcp.E222",
+        "the dotted path of a callable scopes(user, auth), the callable, or None",
+        (str, Callable, type(None)),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
+        default=None,
+    ),
     # -- Engine security (issue 9: batches) --
     # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
     "MAX_BATCH_SIZE": _int("django_mcp.E007", default=100),
@@ -554,7 +574,7 @@ SETTINGS: dict[str, Setting] = {
 #: Each key's default, derived from ``SETTINGS``.
 DEFAULTS: dict[str, Any] = {name: setting.default for name, setting in SETTINGS.items()}
 #: Keys whose string value is a dotted path, imported on first access.
-IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER"})
+IMPORT_STRINGS = frozenset({"EXCEPTION_HANDLER", "TOKEN_SCOPES"})
 
 
 class MCPSettings:
@@ -589,6 +609,8 @@ class MCPSettings:
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
     REQUIRE_AUDIENCE: bool
+    AUTHENTICATION_CLASSES: Sequence[str | type]
+    TOKEN_SCOPES: TokenScopes | None  # imported on first access
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float

@@ -98,6 +98,16 @@ class Context:
         return getattr(self._rt, "auth", None)
 
     @property
+    def token(self) -> Any:
+        """The caller's token: DOT's access token, or the project's own API token (``AUTHENTICATION_CLASSES``).
+
+        What the project's authentication class returned as ``auth``, so its rules (a write flag, say)
+        can be read here as DRF views read ``request.auth``; None without a token.
+        """
+        auth = self.auth
+        return auth.token if auth is not None else None
+
+    @property
     def client_id(self) -> str | None:
         """The OAuth client the caller's token was issued to; None without a token."""
         auth = self.auth

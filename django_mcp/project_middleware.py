@@ -90,7 +90,8 @@ def build_request(
     """A real Django request for the MCP caller, as the WSGI handler would build it.
 
     ``request.user`` is the caller; ``request.auth`` what authenticated the call
-    (``AuthInfo``, or None); ``request.mcp`` is the call's ``Context``.
+    (``AuthInfo``, or None); ``request.mcp`` is the call's ``Context``. A DRF view's
+    ``request.auth`` is the caller's token itself (``ctx.token``), as DRF's authenticators give it.
     ``REMOTE_ADDR`` is loopback: the client's address does not reach tools, so
     anonymous rate limits keyed on it are shared by every anonymous caller.
     """
@@ -117,6 +118,9 @@ def build_request(
     request.auth = ctx.auth  # type: ignore[attr-defined]
     request.mcp = ctx  # type: ignore[attr-defined]
     request.mcp_caller = ctx.user  # type: ignore[attr-defined]
+    # DRF's request.auth (contrib.drf.MCPCallerAuthentication): the caller's token, DOT's or the project's own,
+    # so the view's permission classes judge it as they do for the REST API.
+    request.mcp_token = ctx.token  # type: ignore[attr-defined]
     return request
 
 

@@ -178,6 +178,13 @@ BAD: dict[str, list[Any]] = {
     "AUDIT_SENSITIVE_KEYS": [None, "", "(unclosed", ["TOKEN"]],
     "SERVER_CARD": [None, "on", {"tools": []}],
     "BROWSABLE_ENDPOINT": [True, "everyone", None],
+    "AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        [5],
+        ["nodots"],
+        ["tests.no_such_module.Authentication"],
+    ],
+    "TOKEN_SCOPES": [5, ["mcp"], "tests.no_such_module.scopes", "django_mcp.conf.DEFAULTS"],
 }
 
 #: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).
@@ -215,6 +222,8 @@ GOOD: dict[str, list[Any]] = {
     "AUDIT_SENSITIVE_KEYS": ["password|token", r"^(ssn|iban)$"],
     "SERVER_CARD": [False, {}, {"name": "com.example/library", "description": "Books", "icons": []}],
     "BROWSABLE_ENDPOINT": [False, "superuser"],
+    "AUTHENTICATION_CLASSES": [[], ("rest_framework.authentication.TokenAuthentication",)],
+    "TOKEN_SCOPES": [None, lambda user, auth: None, "django_mcp.auth.authenticators.token_scopes"],
 }
 
 CASES = [(key, value) for key, values in BAD.items() for value in values]
@@ -223,7 +232,7 @@ CASES = [(key, value) for key, values in BAD.items() for value in values]
 def test_every_setting_is_typed_and_checked() -> None:
     """SETTINGS declares each key once; the TypedDict and mcp_settings' annotations (for mypy) agree with it.
 
-    Same keys, same types (EXCEPTION_HANDLER is also a dotted path in the dict), and every
+    Same keys, same types (EXCEPTION_HANDLER and TOKEN_SCOPES are also dotted paths in the dict), and every
     default has the declared type and passes its own check.
     """
     assert list(SETTINGS) == list(DEFAULTS)
@@ -232,7 +241,7 @@ def test_every_setting_is_typed_and_checked() -> None:
     assert list(typed) == list(SETTINGS)
     assert list(attributes) == list(SETTINGS)
     differ = {key for key in SETTINGS if typed[key] != attributes[key]}
-    assert differ == {"EXCEPTION_HANDLER"}, differ
+    assert differ == {"EXCEPTION_HANDLER", "TOKEN_SCOPES"}, differ
     for key, default in DEFAULTS.items():  # one key at a time: pydantic wants typing_extensions' TypedDict
         TypeAdapter(typed[key]).validate_python(default, strict=True)
     assert {key: spec.problem(spec.default) for key, spec in SETTINGS.items() if spec.problem(spec.default)} == {}

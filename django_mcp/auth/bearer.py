@@ -9,6 +9,10 @@ endpoint exactly (``audience.py``), a token naming no user acts as its client's
 service user or is refused, the user must be active,
 and every refusal is a ``WWW-Authenticate: Bearer`` challenge pointing at the
 RFC 9728 metadata of this endpoint.
+
+A token DOT does not know goes on to the project's own authentication classes
+(``AUTHENTICATION_CLASSES``, ``authenticators.py``), as does a header in one of their
+schemes (``Token <key>``): the project's API tokens act at the endpoint under its own rules.
 """
 
 from __future__ import annotations
@@ -24,23 +28,32 @@ from django.core.signals import setting_changed
 from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
 from ..sync import run_bookkeeping
+from . import authenticators
 from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 #: Why a token lacking a scope is refused: the same words over every transport.
 INSUFFICIENT_SCOPE = "The access token lacks the scope this request needs"
+#: Longest credentials handed to the project's authentication classes (longer: ``invalid_token`` unread).
+MAX_CREDENTIALS = 4096
 _LEGACY_SUFFIXES = ("/sse", "/messages")
 
 
 @dataclass(frozen=True)
 class AuthInfo:
-    """What a verified bearer token grants: the user, the OAuth client and the scopes."""
+    """What a verified bearer token grants: the user, the OAuth client and the scopes.
+
+    ``token`` is DOT's access token, or the ``auth`` a project authentication class returned
+    (its API token), named by ``authenticator`` ("" for an OAuth token); such a token has no
+    OAuth client (``client_id`` "").
+    """
 
     user: Any
     client_id: str
     scopes: frozenset[str]
     token: Any = field(default=None, compare=False, repr=False)
+    authenticator: str = ""
 
     def allows(self, scopes: list[str]) -> bool:
         return self.scopes.issuperset(scopes)
@@ -114,7 +127,15 @@ def _site_scopes() -> str:
     return " ".join(sorted(available_scopes()))
 
 
-def _verify(scope: dict[str, Any], token: str | None) -> AuthInfo:
+def _split(authorization: str | None) -> tuple[str, str | None]:
+    """``Authorization`` as (scheme in lower case, credentials); credentials None unless exactly one follows."""
+    parts = (authorization or "").split()
+    if not parts:
+        return "", None
+    return parts[0].lower(), parts[1] if len(parts) == 2 else None
+
+
+def _verify(scope: dict[str, Any], authorization: str | None) -> AuthInfo:
     request = _django_request(scope)
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if "access_token" in query:
@@ -124,14 +145,28 @@ def _verify(scope: dict[str, Any], token: str | None) -> AuthInfo:
             bearer_header(request, "invalid_request", "Access tokens are accepted in the Authorization header only"),
             "invalid_request",
         )
-    if token is None:
-        return _refuse(request, None, "Authentication required")
-    with mcp_audience_check():  # the exact audience rule below replaces DOT's prefix match
-        valid, oauth_request = oauthlib_core().verify_request(request, scopes=[])
-    if not valid:
+    from oauth2_provider.utils import parse_bearer_token  # reason: DOT loads only once OAuth is on
+
+    token = parse_bearer_token(authorization) if authorization else None
+    own = bool(mcp_settings.AUTHENTICATION_CLASSES)
+    scheme, credentials = _split(authorization)
+    description = authenticators.DEFAULT_MESSAGE
+    if token is not None:
+        with mcp_audience_check():  # the exact audience rule below replaces DOT's prefix match
+            valid, oauth_request = oauthlib_core().verify_request(request, scopes=[])
+        if valid:
+            return _oauth_info(request, oauth_request.access_token)
         error = getattr(oauth_request, "oauth2_error", None) or {}
-        return _refuse(request, "invalid_token", str(error.get("error_description") or "The access token is invalid."))
-    access_token = oauth_request.access_token
+        description = str(error.get("error_description") or description)
+        if not own:
+            return _refuse(request, "invalid_token", description)
+    elif not own or scheme not in authenticators.schemes():
+        return _refuse(request, None, "Authentication required")
+    return _project_token(request, scope, scheme, credentials, description)
+
+
+def _oauth_info(request: Any, access_token: Any) -> AuthInfo:
+    """The MCP rules on a token DOT verified: its audience, its client, its user."""
     if mcp_settings.REQUIRE_AUDIENCE and not access_token.resource:
         return _refuse(request, "invalid_token", "The access token was not issued for this resource.")
     if access_token.resource and not audience_accepted(
@@ -158,18 +193,36 @@ def _verify(scope: dict[str, Any], token: str | None) -> AuthInfo:
     )
 
 
+def _project_token(
+    request: Any, scope: dict[str, Any], scheme: str, credentials: str | None, description: str
+) -> AuthInfo:
+    """The project's own authentication classes on credentials DOT did not accept."""
+    if credentials is None or len(credentials) > MAX_CREDENTIALS:
+        return _refuse(request, "invalid_token", authenticators.DEFAULT_MESSAGE)
+    try:
+        found = authenticators.run(scope, scheme, credentials)
+    except authenticators.Refused as refused:
+        return _refuse(request, "invalid_token", str(refused))
+    if found is None:
+        return _refuse(request, "invalid_token", description)
+    user, auth, path = found
+    if user is None or not getattr(user, "is_authenticated", False):
+        return _refuse(request, "invalid_token", "The access token acts for no user.")
+    if not getattr(user, "is_active", True):
+        return _refuse(request, "invalid_token", "The access token's user is inactive.")
+    from .scopes import available_scopes  # reason: auth.scopes imports DOT, loaded only once OAuth is on
+
+    scopes = authenticators.token_scopes(user, auth, available_scopes())
+    return AuthInfo(user=user, client_id="", scopes=scopes, token=auth, authenticator=path)
+
+
 def _refuse(request: Any, error: str | None, description: str) -> AuthInfo:
     raise Challenge(401, description, bearer_header(request, error, description, _site_scopes()), error)
 
 
-def bearer_token(headers: dict[bytes, bytes]) -> str | None:
-    from oauth2_provider.utils import parse_bearer_token  # reason: DOT loads only once OAuth is on
-
+def authorization(headers: dict[bytes, bytes]) -> str | None:
     value = headers.get(b"authorization")
-    if value is None:
-        return None
-    token: str | None = parse_bearer_token(value.decode("latin-1"))
-    return token
+    return None if value is None else value.decode("latin-1")
 
 
 def verify_token(token: str, url: str) -> AuthInfo:
@@ -188,16 +241,17 @@ def verify_token(token: str, url: str) -> AuthInfo:
         "headers": [(b"host", parts.netloc.encode()), (b"authorization", f"Bearer {token}".encode())],
         "server": (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)),
     }
-    return _verify(scope, token)
+    return _verify(scope, f"Bearer {token}")
 
 
 async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:
     """Verify the request's bearer token or raise ``Challenge``.
 
-    DOT queries the database: the check runs in the bookkeeping pool, between two
-    ``close_old_connections()``; a database that cannot answer raises ``DatabaseUnavailable`` (503).
+    DOT (and the project's authentication classes) query the database: the check runs in the
+    bookkeeping pool, between two ``close_old_connections()``; a database that cannot answer raises
+    ``DatabaseUnavailable`` (503).
     """
-    return await run_bookkeeping(_verify, scope, bearer_token(headers))
+    return await run_bookkeeping(_verify, scope, authorization(headers))
 
 
 def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:

@@ -1,7 +1,8 @@
 """System checks for ``AUTH = "oauth"``: every django-oauth-toolkit setting that contradicts MCP.
 
 Ids ``django_mcp.E030``-``E036`` and ``W030``-``W031``, each listed in docs/checks.md.
-They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``.
+They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``. ``E221`` and ``W220`` check the
+project's own authentication classes (``AUTHENTICATION_CLASSES``) whatever ``AUTH`` is.
 """
 
 from __future__ import annotations
@@ -15,9 +16,47 @@ from django.shortcuts import resolve_url
 from django.template import TemplateDoesNotExist, TemplateSyntaxError
 from django.template.loader import get_template
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
+from django.utils.module_loading import import_string
 
 from ..conf import mcp_settings
 from . import REQUIRED
+
+
+@register(Tags.compatibility)
+def check_authentication_classes(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E221``: an entry of ``AUTHENTICATION_CLASSES`` without ``authenticate``; ``W220``: set without OAuth.
+
+    An entry that cannot be imported is ``E220`` (``django_mcp.checks.check_settings``).
+    """
+    classes = getattr(settings, "DJANGO_MCP", {}).get("AUTHENTICATION_CLASSES") or []
+    if not isinstance(classes, (list, tuple)):
+        return []  # E220 reports the type
+    errors: list[Any] = []
+    for entry in classes:
+        try:
+            cls = import_string(entry) if isinstance(entry, str) else entry
+        except Exception:  # noqa: BLE001 - E220 reports an entry that cannot be imported
+            continue
+        if not isinstance(cls, type) or not callable(getattr(cls, "authenticate", None)):
+            errors.append(
+                Error(
+                    f"DJANGO_MCP['AUTHENTICATION_CLASSES'] lists {entry!r}, which is not a class with an "
+                    "authenticate(request) method.",
+                    hint="List authentication classes such as rest_framework.authentication.TokenAuthentication: "
+                    "authenticate(request) returns (user, auth) or None, or raises AuthenticationFailed.",
+                    id="django_mcp.E221",
+                )
+            )
+    if classes and mcp_settings.AUTH != "oauth":
+        errors.append(
+            Warning(
+                "DJANGO_MCP['AUTHENTICATION_CLASSES'] is set but AUTH is not 'oauth': the endpoint checks no "
+                "token, so the classes are never used.",
+                hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Your project's own API tokens\").",
+                id="django_mcp.W220",
+            )
+        )
+    return errors
 
 
 @register(Tags.compatibility)

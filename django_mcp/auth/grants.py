@@ -48,6 +48,8 @@ def grant_of(auth: Any) -> Grant:
     Sync: one query for the token's refresh token family.
     """
     token = getattr(auth, "token", None)
+    if getattr(auth, "authenticator", ""):  # the project's own API token, not a DOT row: nothing to follow
+        return Grant()
     if token is None or getattr(token, "pk", None) is None or not oauth_installed():
         return Grant()
     from oauth2_provider.models import get_refresh_token_model  # reason: DOT's models need it in INSTALLED_APPS
