@@ -170,6 +170,25 @@ def test_issue_exploit_fails_at_each_step(oauth_server: OAuthServer, oauth_log: 
     assert count(oauth_server, "django.contrib.auth.models.Group") == groups
 
 
+def test_a_machine_token_without_resource_is_refused_with_what_to_send(
+    oauth_server: OAuthServer, oauth_log: Any
+) -> None:
+    """A client-credentials token asked without ``resource`` is not bound to this endpoint (tokens for the
+    project's other uses of django-oauth-toolkit name none): the refusal says which ``resource`` to ask for,
+    and a token asked for it, as docs/auth.md shows, works."""
+    bot = mcp_client(oauth_server, "create", "--name", "bot-no-resource", "--scopes", "mcp", "--service-user", "bob")
+    body = {"grant_type": "client_credentials", "scope": "mcp"}
+    r = httpx.post(oauth_server.base + "/oauth/token/", data=body, auth=(bot["client_id"], bot["client_secret"]))
+    assert r.status_code == 200, r.text
+    refused = mcp_post(oauth_server, r.json()["access_token"], INIT)
+    assert_invalid_token(refused)
+    advice = f"resource={oauth_server.url} (RFC 8707)"
+    assert advice in refused.headers["www-authenticate"] and advice in refused.json()["error"]["message"]
+    fixed = machine_token(oauth_server, bot["client_id"], bot["client_secret"], scope="mcp")  # sends resource=
+    assert fixed.status_code == 200, fixed.text
+    assert tool_text(call_tool(oauth_server, fixed.json()["access_token"], "whoami")) == "bob authenticated=True"
+
+
 def test_staff_machine_clients_act_as_their_service_user(oauth_server: OAuthServer, oauth_log: Any) -> None:
     """``mcp_client create``: two machine clients, each its own service user and its own scopes."""
     a = mcp_client(oauth_server, "create", "--name", "bot-a", "--scopes", "mcp", "--service-user", "bob")

@@ -35,6 +35,8 @@ from .challenge import Challenge
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 #: Why a token lacking a scope is refused: the same words over every transport.
 INSUFFICIENT_SCOPE = "The access token lacks the scope this request needs"
+#: Why a token naming no resource is refused, followed by the ``resource`` to ask the token endpoint for.
+NO_RESOURCE = "The access token names no resource; ask the token endpoint for one with"
 #: Longest credentials handed to the project's authentication classes (longer: ``invalid_token`` unread).
 MAX_CREDENTIALS = 4096
 _LEGACY_SUFFIXES = ("/sse", "/messages")
@@ -167,11 +169,12 @@ def _verify(scope: dict[str, Any], authorization: str | None) -> AuthInfo:
 
 def _oauth_info(request: Any, access_token: Any) -> AuthInfo:
     """The MCP rules on a token DOT verified: its audience, its client, its user."""
+    endpoint = request.build_absolute_uri(endpoint_path(request.path))
     if mcp_settings.REQUIRE_AUDIENCE and not access_token.resource:
-        return _refuse(request, "invalid_token", "The access token was not issued for this resource.")
-    if access_token.resource and not audience_accepted(
-        access_token.resource, request.build_absolute_uri(endpoint_path(request.path))
-    ):
+        # Said so the client can mend it: tokens for other uses of this authorization server name no
+        # resource, and binding them to this endpoint by default would open it to all of them.
+        return _refuse(request, "invalid_token", f"{NO_RESOURCE} resource={endpoint} (RFC 8707).")
+    if access_token.resource and not audience_accepted(access_token.resource, endpoint):
         return _refuse(request, "invalid_token", "The access token is not valid for this resource.")
     application = access_token.application
     if is_client_disabled(application):
