@@ -138,6 +138,12 @@ def test_documents_agree_under_the_prefix(prefixed: OAuthServer, served_cleanly:
         assert httpx.get(base + path).status_code == 404, path
 
 
+def test_system_checks_pass(prefixed: OAuthServer) -> None:
+    """The prefixed project as configured: none of E221-E224 (``check`` fails on any error)."""
+    out = prefixed.live.manage("check")
+    assert "django_mcp.E22" not in out, out
+
+
 def test_tokens_and_sessions_under_the_prefix(prefixed: OAuthServer, served_cleanly: None) -> None:
     """Two users, two audiences: a token for another endpoint of the host is refused; a session stays its user's."""
     alice = prefixed.shell(MINT.format(user="alice", scope="mcp", resource=prefixed.url))
