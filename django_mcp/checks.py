@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.core.management import get_commands, load_command_class
 from django.db import DatabaseError, router
-from django.urls import Resolver404, resolve
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -786,3 +786,108 @@ def check_task_worker(app_configs: Any = None, databases: Any = None, **kwargs: 
 
 
 _DB_TASK_BACKEND = "django_tasks_db.DatabaseBackend"
+
+
+#: What the MCP spec's discovery order fetches for an issuer: RFC 8414 first, then OpenID discovery.
+_AS_WELL_KNOWN = ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+
+
+@register(Tags.urls)
+def check_url_prefix(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """Where the URLconf mounts the package agrees with ``URL_PREFIX`` and ``ENDPOINT`` (E231-E234).
+
+    Read from the URLconf itself (``reverse()``, ``resolve()``), at the root as under a prefix.
+    """
+    user = getattr(settings, "DJANGO_MCP", None) or {}
+    if not isinstance(user, dict) or any(
+        SETTINGS[key].problem(user[key]) is not None for key in ("ENDPOINT", "URL_PREFIX") if key in user
+    ):
+        return []  # E001/E105/E230 say it
+    endpoint, prefix = mcp_settings.ENDPOINT, mcp_settings.URL_PREFIX
+    errors: list[Any] = []
+    if not (endpoint.rstrip("/") + "/").startswith(prefix):
+        errors.append(
+            Error(
+                f"ENDPOINT {endpoint!r} is not under URL_PREFIX {prefix!r}.",
+                hint="URL_PREFIX is where the project includes django_mcp.urls (and urls_wsgi); the endpoint lives "
+                'under it, e.g. URL_PREFIX = ENDPOINT = "/plugins/mcp/".',
+                id="django_mcp.E231",
+            )
+        )
+    view_at = _reversed("mcp-endpoint")
+    if view_at is not None and not _served_by_view(endpoint):
+        errors.append(
+            Error(
+                f"django_mcp.urls_wsgi serves the MCP view at {view_at!r}, but ENDPOINT {endpoint!r} does not "
+                "resolve to it: the OAuth metadata, the token audience and the Server Card name ENDPOINT.",
+                hint="Include django_mcp.urls_wsgi where URL_PREFIX says (path(URL_PREFIX without its leading "
+                '"/", include("django_mcp.urls_wsgi"))), or set URL_PREFIX to where it is included.',
+                id="django_mcp.E232",
+            )
+        )
+    for name, suffix, what in (
+        ("mcp-ai-catalog", ".well-known/ai-catalog.json", "django_mcp.urls (discovery)"),
+        ("oauth2_provider:oauth-resource-metadata", ".well-known/oauth-protected-resource", "the OAuth side"),
+    ):
+        at = _reversed(name)
+        if at is not None and at.endswith(suffix) and at[: -len(suffix)] != prefix:
+            errors.append(
+                Error(
+                    f"{what} is mounted under {at[: -len(suffix)]!r}, but URL_PREFIX is {prefix!r}.",
+                    hint=f"Set URL_PREFIX = {at[: -len(suffix)]!r} (with ENDPOINT under it), or include "
+                    "django_mcp.urls at URL_PREFIX.",
+                    id="django_mcp.E233",
+                )
+            )
+    if mcp_settings.AUTH == "oauth":
+        errors.extend(_authorization_server_reachable())
+    return errors
+
+
+def _reversed(name: str) -> str | None:
+    try:
+        return str(reverse(name))
+    except NoReverseMatch:
+        return None
+    except Exception:  # noqa: BLE001 - a broken URLconf is Django's own check to report
+        return None
+
+
+def _authorization_server_reachable() -> list[Any]:
+    """E234: a client following the MCP spec from the PRM's issuer finds the authorization-server metadata."""
+    from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once OAuth is on
+    from oauth2_provider.views import ConnectDiscoveryInfoView, OAuthServerMetadataView  # reason: as above
+
+    if oauth2_settings.OIDC_ISS_ENDPOINT or oauth2_settings.OAUTH2_PROTECTED_RESOURCE_AUTHORIZATION_SERVERS:
+        return []  # the issuer is set by hand (another authorization server, perhaps)
+    metadata = _reversed("oauth2_provider:oauth-server-metadata")
+    if _reversed("oauth2_provider:oauth-resource-metadata") is None or metadata is None:
+        return []
+    issuer = metadata[: -len(_AS_WELL_KNOWN[0])] if metadata.endswith(_AS_WELL_KNOWN[0]) else metadata
+    if issuer:
+        tried = [*(well_known + issuer for well_known in _AS_WELL_KNOWN), issuer + _AS_WELL_KNOWN[1]]
+    else:
+        tried = list(_AS_WELL_KNOWN)
+    for url in tried:
+        try:
+            view = getattr(resolve(url).func, "view_class", None)
+        except Resolver404:
+            continue
+        except Exception:  # noqa: BLE001 - a broken URLconf is Django's own check to report
+            return []
+        answers = (
+            (OAuthServerMetadataView, ConnectDiscoveryInfoView)
+            if oauth2_settings.OIDC_ENABLED
+            else OAuthServerMetadataView
+        )
+        if isinstance(view, type) and issubclass(view, answers):  # DOT's OpenID view is a 404 without OIDC
+            return []
+    return [
+        Error(
+            f"The authorization server's metadata is not served where a client looks for issuer {issuer or '/'!r}: "
+            f"none of {', '.join(tried)} answers it.",
+            hint="Include django_mcp.urls (not oauth2_provider.urls) at URL_PREFIX: it serves the metadata at "
+            "<URL_PREFIX>.well-known/openid-configuration under a prefix, and at the root as RFC 8414 says.",
+            id="django_mcp.E234",
+        )
+    ]

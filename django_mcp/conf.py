@@ -43,6 +43,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     SERVER_VERSION: str | None
     INSTRUCTIONS: str | None
     ENDPOINT: str
+    URL_PREFIX: str
     AUTH: Literal["none", "oauth"]
     ALLOWED_ORIGINS: Sequence[str]
     MAX_BODY_SIZE: int
@@ -200,6 +201,10 @@ def _endpoint(value: str) -> bool:
     return value.startswith("/") and bool(value.strip("/")) and not any(c in value for c in "?#: \t")
 
 
+def _url_prefix(value: str) -> bool:
+    return value.startswith("/") and value.endswith("/") and "//" not in value and not any(c in value for c in "?#: \t")
+
+
 def _scopes(value: Mapping[Any, Any]) -> bool:
     return all(isinstance(k, str) and k and " " not in k and isinstance(v, str) for k, v in value.items())
 
@@ -277,6 +282,15 @@ SETTINGS: dict[str, Setting] = {
         (str,),
         _endpoint,
         default="/mcp/",
+    ),
+    # Where the project includes django_mcp.urls and django_mcp.urls_wsgi: "/" (the site root), or a prefix
+    # such as "/plugins/mcp/" holding ENDPOINT, its discovery and its OAuth side (docs/existing-projects.md).
+    "URL_PREFIX": Setting(
+        "django_mcp.E230",
+        'a URL path prefix such as "/" or "/plugins/mcp/" (starts and ends with "/", no query)',
+        (str,),
+        _url_prefix,
+        default="/",
     ),
     # "none" serves without authentication (development); "oauth" arrives with the auth issue.
     "AUTH": Setting("django_mcp.E006", "'none' or 'oauth'", (str,), lambda v: v in ("none", "oauth"), default="none"),
@@ -586,6 +600,7 @@ class MCPSettings:
     SERVER_VERSION: str | None
     INSTRUCTIONS: str | None
     ENDPOINT: str
+    URL_PREFIX: str
     AUTH: Literal["none", "oauth"]
     ALLOWED_ORIGINS: Sequence[str]
     MAX_BODY_SIZE: int
@@ -703,3 +718,15 @@ def _reload(*, setting: str, **kwargs: Any) -> None:
 
 
 setting_changed.connect(_reload)
+
+
+def endpoint_under_prefix() -> str:
+    """``ENDPOINT`` relative to ``URL_PREFIX``, without slashes: where the included URLconfs put the endpoint.
+
+    ``"mcp"`` at the site root (the default), ``""`` for ``ENDPOINT = URL_PREFIX = "/plugins/mcp/"``. An
+    ``ENDPOINT`` outside ``URL_PREFIX`` (system check ``E221``) is taken whole, as at the root.
+    """
+    endpoint, prefix = mcp_settings.ENDPOINT.rstrip("/") + "/", mcp_settings.URL_PREFIX
+    if endpoint.startswith(prefix):
+        return endpoint[len(prefix) :].strip("/")
+    return endpoint.strip("/")

@@ -28,7 +28,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
 
-from .auth.bearer import PRM_WELL_KNOWN
+from .auth.locations import protected_resource_metadata_path
 from .conf import mcp_settings
 from .protocol.versions import ALL_REVISIONS
 from .server import MCPServer, site
@@ -92,7 +92,7 @@ def card(request: HttpRequest, server: MCPServer | None = None) -> dict[str, Any
     found["remotes"] = remotes
     meta: dict[str, Any] = {}
     if mcp_settings.AUTH == "oauth":
-        resource = PRM_WELL_KNOWN + mcp_settings.ENDPOINT.rstrip("/")
+        resource = protected_resource_metadata_path(mcp_settings.ENDPOINT)
         meta[f"{META_PREFIX}/authorization"] = {
             "type": "oauth2",
             "protectedResourceMetadata": request.build_absolute_uri(resource),

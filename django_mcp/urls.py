@@ -14,6 +14,11 @@ find each other):
 
 Include it instead of ``oauth2_provider.urls`` (one namespace, one set of endpoints).
 The MCP endpoint itself is routed by ``django_mcp.asgi``.
+
+Under a prefix (a project that mounts apps only below one): ``path("plugins/mcp/", include("django_mcp.urls"))``
+with ``URL_PREFIX = ENDPOINT = "/plugins/mcp/"``; every path above is then below the prefix, and the
+authorization-server metadata is also served at ``<prefix>.well-known/openid-configuration`` (the one
+URL of the MCP spec's discovery order for an issuer with a path that lies under it).
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ from typing import Any
 from django.apps import apps
 from django.urls import include, path, re_path
 
-from .conf import mcp_settings
+from .conf import endpoint_under_prefix, mcp_settings
 from .discovery import ai_catalog_view, server_card_view
 
 
 def discovery_patterns(endpoint: str | None = None) -> list[Any]:
-    """The AI Catalog and the Server Card of the endpoint at ``endpoint`` (default: ``ENDPOINT``)."""
-    base = (endpoint or mcp_settings.ENDPOINT).strip("/")
+    """The AI Catalog and the Server Card of the endpoint at ``endpoint`` (default: ENDPOINT under URL_PREFIX)."""
+    base = endpoint.strip("/") if endpoint else endpoint_under_prefix()
     card = f"{base}/server-card" if base else "server-card"
     return [
         path(".well-known/ai-catalog.json", ai_catalog_view, name="mcp-ai-catalog"),
@@ -42,6 +47,7 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
     from oauth2_provider.settings import oauth2_settings  # reason: as above
 
     from .auth.views import (  # reason: as above (they subclass DOT's views)
+        IssuerPathMetadataView,
         ProtectedResourceMetadataView,
         RegistrationManagementView,
         RegistrationView,
@@ -85,6 +91,12 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
             path(f"{prefix}userinfo/", dot.UserInfoView.as_view(), name="user-info"),
             path(f"{prefix}logout/", dot.RPInitiatedLogoutView.as_view(), name="rp-initiated-logout"),
         ]
+    elif mcp_settings.URL_PREFIX != "/":
+        # Under a prefix the issuer has a path, and <issuer>/.well-known/openid-configuration is the only URL
+        # of the MCP spec's discovery order below it: the RFC 8414 document is served there too.
+        patterns.append(
+            re_path(r"^\.well-known/openid-configuration/?$", IssuerPathMetadataView.as_view(), name="issuer-metadata")
+        )
     return patterns
 
 

@@ -4,6 +4,8 @@ For projects served by a WSGI server without Channels (gunicorn sync workers).
 Include it at the site root: it mounts ``django_mcp.views.mcp_wsgi_view`` at the
 ``ENDPOINT`` path (``/mcp/``), with and without the trailing slash, so a POST to
 ``/mcp`` is not redirected by ``APPEND_SLASH``. The OAuth side stays ``django_mcp.urls``.
+Under a prefix, include it there as ``django_mcp.urls``: ``path("plugins/mcp/", include("django_mcp.urls_wsgi"))``
+with ``URL_PREFIX = ENDPOINT = "/plugins/mcp/"`` puts the view at ``/plugins/mcp/`` (``ENDPOINT`` under ``URL_PREFIX``).
 Another server or path: ``re_path(r"^tools/mcp/?$", mcp_view_for(my_server, wsgi=True))``.
 Under Django's ASGI handler mount the async view instead: ``*endpoint_patterns(view=mcp_view)``.
 """
@@ -15,17 +17,21 @@ from typing import Any
 
 from django.urls import path, re_path
 
-from .conf import mcp_settings
+from .conf import endpoint_under_prefix
 from .views import mcp_wsgi_view
 
 
 def endpoint_patterns(prefix: str | None = None, view: Any = mcp_wsgi_view) -> list[Any]:
-    """``view`` at ``prefix`` (default: the ``ENDPOINT`` setting), with and without its trailing slash.
+    """``view`` at ``prefix`` (default: ``ENDPOINT`` under ``URL_PREFIX``), with and without its trailing slash.
 
     ``view=mcp_view`` (the async view) for Django's ASGI handler.
     """
-    base = (prefix or mcp_settings.ENDPOINT).strip("/")
-    return [re_path(rf"^{re.escape(base)}/?$", view, name="mcp-endpoint")] if base else [path("", view)]
+    base = prefix.strip("/") if prefix else endpoint_under_prefix()
+    return (
+        [re_path(rf"^{re.escape(base)}/?$", view, name="mcp-endpoint")]
+        if base
+        else [path("", view, name="mcp-endpoint")]
+    )
 
 
 urlpatterns = endpoint_patterns()

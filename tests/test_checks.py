@@ -101,6 +101,7 @@ BAD: dict[str, list[Any]] = {
     "SERVER_VERSION": [1.0],
     "INSTRUCTIONS": [["use the tools"]],
     "ENDPOINT": [None, "mcp/", "/", "/mcp/?x=1", "https://example.com/mcp/"],
+    "URL_PREFIX": [None, "", "plugins/", "/plugins", "/a//b/", "/p/?x=1/"],
     "AUTH": [True, "maybe", "OAuth"],
     "ALLOWED_ORIGINS": ["https://app.example.com", ["https://app.example.com/"], ["app.example.com"], [5]],
     "MAX_BODY_SIZE": ["4096", True, 0, -1],
@@ -191,6 +192,7 @@ BAD: dict[str, list[Any]] = {
 GOOD: dict[str, list[Any]] = {
     "SERVER_TITLE": ["Library"],
     "ENDPOINT": ["/api/mcp/", "/mcp"],
+    "URL_PREFIX": ["/", "/plugins/mcp/"],
     "ALLOWED_ORIGINS": [["https://app.example.com", "http://127.0.0.1:8000", "*"], ("https://a.example",)],
     "SESSION_IDLE_TIMEOUT": [1.5],
     "SESSION_REVALIDATE_INTERVAL": [0, 0.2],

@@ -31,8 +31,8 @@ from ..sync import run_bookkeeping
 from . import authenticators
 from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
+from .locations import protected_resource_metadata_path
 
-PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 #: Why a token lacking a scope is refused: the same words over every transport.
 INSUFFICIENT_SCOPE = "The access token lacks the scope this request needs"
 #: Why a token naming no resource is refused, followed by the ``resource`` to ask the token endpoint for.
@@ -83,9 +83,8 @@ def _django_request(scope: dict[str, Any]) -> Any:
 
 
 def resource_metadata_url(request: Any) -> str:
-    """This endpoint's RFC 9728 document: the path-suffixed well-known URL (what MCP clients try first)."""
-    path = endpoint_path(request.path).rstrip("/")
-    return str(request.build_absolute_uri(PRM_WELL_KNOWN + path))
+    """This endpoint's RFC 9728 document: the path-suffixed well-known URL, or under the prefix (locations.py)."""
+    return str(request.build_absolute_uri(protected_resource_metadata_path(endpoint_path(request.path))))
 
 
 def bearer_header(request: Any, error: str | None = None, description: str | None = None, scope: str = "") -> str:

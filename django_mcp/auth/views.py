@@ -20,6 +20,7 @@ from oauth2_provider.views import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
     OAuthProtectedResourceMetadataView,
+    OAuthServerMetadataView,
 )
 
 from ..conf import mcp_settings
@@ -48,6 +49,23 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):  # type
         return str(
             oauth2_settings.OAUTH2_PROTECTED_RESOURCE_NAME or mcp_settings.SERVER_TITLE or mcp_settings.SERVER_NAME
         )
+
+
+class IssuerPathMetadataView(OAuthServerMetadataView):  # type: ignore[misc]
+    """RFC 8414 metadata at ``<issuer>/.well-known/openid-configuration``, for a site under a prefix without OIDC.
+
+    For an issuer with a path (``https://host/plugins/mcp``) that URL is the only one of the MCP spec's
+    discovery order under the prefix; DOT's view would derive its ``issuer`` from the
+    ``oauth-authorization-server`` marker, absent here, so it is the issuer the PRM names instead.
+    """
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response: HttpResponse = super().get(request, *args, **kwargs)
+        document = json.loads(response.content)
+        document["issuer"] = oauth2_settings.oauth2_authorization_server_issuer(request)
+        answer = JsonResponse(document)
+        answer["Access-Control-Allow-Origin"] = "*"
+        return answer
 
 
 def _refused(refusal: Refusal, **headers: str) -> JsonResponse:
@@ -163,4 +181,4 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):  # ty
         return response
 
 
-__all__ = ["ProtectedResourceMetadataView", "RegistrationManagementView", "RegistrationView"]
+__all__ = ["IssuerPathMetadataView", "ProtectedResourceMetadataView", "RegistrationManagementView", "RegistrationView"]
