@@ -4,8 +4,8 @@ One channel per worker process, one receive loop. Local listeners join named
 groups (a session, a resumed stream, the broadcast group); the hub adds its
 channel to the layer group when the first local listener joins, and hands each
 message it receives to the listeners of that group. With no channel layer
-configured, messages are delivered in-process only; so it is without Channels installed (it is the
-``asgi`` extra: WSGI mode needs neither it nor a layer), unless ``CHANNEL_LAYERS`` names a layer.
+configured, or without Channels installed (the ``asgi`` extra: WSGI mode needs neither),
+messages are delivered in-process only.
 
 Groups:
   ``mcp.s.<session id>``  answers to server->client requests, cancellations,

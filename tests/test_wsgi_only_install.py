@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -119,24 +120,39 @@ def wsgi_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
 
 def test_no_channels_daphne_or_twisted_installed(wsgi_only: tuple[Path, Path, dict[str, str]]) -> None:
     """The install pulled none of Channels mode's stack (channels, daphne, Twisted), and the package is the
-    installed one, not this checkout."""
+    installed one, not this checkout. The hub has no layer there, as with Channels and no CHANNEL_LAYERS;
+    a CHANNEL_LAYERS entry without Channels is refused, naming the extra."""
     python, project, env = wsgi_only
     probe = (
-        "import importlib.util, django_mcp\n"
+        "import importlib.util, django, django_mcp\n"
         "print(django_mcp.__file__)\n"
         "for name in ('channels', 'daphne', 'twisted'):\n"
         "    print(name, importlib.util.find_spec(name) is not None)\n"
+        "django.setup()\n"
+        "from django.conf import settings\n"
+        "from django.core.exceptions import ImproperlyConfigured\n"
+        "from django_mcp.routing import channel_layer\n"
+        "print('layer', channel_layer('default'))\n"
+        "settings.CHANNEL_LAYERS = {'default': {'BACKEND': 'channels.layers.InMemoryChannelLayer'}}\n"
+        "try:\n"
+        "    channel_layer('default')\n"
+        "except ImproperlyConfigured as exc:\n"
+        "    print(exc)\n"
     )
-    lines = _run(python, "-c", probe, cwd=project, env=env).stdout.split()
+    lines = _run(python, "-c", probe, cwd=project, env=env).stdout.splitlines()
     assert str(python.parent.parent) in lines[0], lines[0]
-    assert lines[1:] == ["channels", "False", "daphne", "False", "twisted", "False"]
+    assert lines[1:] == [
+        "channels False",
+        "daphne False",
+        "twisted False",
+        "layer None",
+        f"CHANNEL_LAYERS['default'] is configured but Channels is not installed: {EXTRA}",
+    ]
 
 
 def test_check_and_gunicorn_serve_mcp(wsgi_only: tuple[Path, Path, dict[str, str]]) -> None:
     """`manage.py check` is clean, and gunicorn serves initialize, tools/list and a tools/call (the ORM inside)
     to the official SDK client."""
-    import anyio
-
     python, project, env = wsgi_only
     _run(python, "-m", "django", "migrate", "-v0", cwd=project, env=env)
     check = _run(python, "-m", "django", "check", "--fail-level", "WARNING", cwd=project, env=env)
@@ -152,7 +168,7 @@ def test_check_and_gunicorn_serve_mcp(wsgi_only: tuple[Path, Path, dict[str, str
                 assert client.server_info is not None and client.server_info.name == "Books"
                 tools = (await client.list_tools()).tools
                 assert [t.name for t in tools] == ["greet"]
-                for name in ("Ada", "Grace"):  # a session in the database, any of the two workers
+                for name in ("Ada", "Grace"):  # a session in the database, either of the two workers
                     result = await client.call_tool("greet", {"name": name})
                     assert not result.is_error, result
                     assert result.structured_content == {"text": f"Hello, {name}!", "users": 0}
