@@ -1,15 +1,30 @@
-"""ASGI wiring: the MCP endpoint(s) in front of the usual Django application."""
+"""ASGI wiring: the MCP endpoint(s) in front of the usual Django application.
+
+Channels mode needs Channels (the ``asgi`` extra); without it, building the wiring raises
+``ImproperlyConfigured`` saying what to install, and importing this module still works.
+"""
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import Any
 
-from channels.routing import ProtocolTypeRouter, URLRouter
 from django.core.asgi import get_asgi_application as django_asgi
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import path, re_path
 
 from .conf import mcp_settings
 from .heap import freeze_startup_heap
+
+
+def _channels() -> None:
+    """``ImproperlyConfigured`` naming the extra to install when Channels is missing (once per wiring built)."""
+    if find_spec("channels") is None:
+        raise ImproperlyConfigured(
+            "django_mcp.asgi serves MCP through Channels, which is not installed: "
+            "pip install 'django-mcp-toolkit[asgi]' (Channels and daphne). A project served by a WSGI server "
+            "mounts the endpoint as a Django view instead (django_mcp.urls_wsgi), which needs neither."
+        )
 
 
 def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
@@ -20,6 +35,7 @@ def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
     ``REQUIRE_ACCESS_RULES`` on, a declaration of the server naming no access rule raises
     ``ImproperlyConfigured`` here: daphne and uvicorn run no system checks, so this stops them.
     """
+    _channels()
     from .health import HealthEndpoint  # reason: needs the models; imported before django.setup()
     from .operations import strict  # reason: needs the models; imported before django.setup()
     from .server import site  # reason: as above
@@ -48,7 +64,11 @@ def get_asgi_application(extra_patterns: list[Any] | None = None) -> Any:
     ``REQUIRE_ACCESS_RULES`` on, a declaration naming no access rule raises ``ImproperlyConfigured``
     here (daphne and uvicorn run no system checks, so this is what stops them from serving it).
     """
+    _channels()
     django_app = django_asgi()  # django.setup(): the imports below need the app registry
+    # reason: optional dependency (the asgi extra): importing this module needs no Channels
+    from channels.routing import ProtocolTypeRouter, URLRouter
+
     from .drain import DrainMiddleware  # reason: needs the models; this module is imported before django.setup()
 
     routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]  # type: ignore[arg-type]  # an ASGI app, routed by channels

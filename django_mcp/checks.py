@@ -5,9 +5,9 @@ from __future__ import annotations
 import difflib
 import re
 from datetime import timedelta
+from importlib.util import find_spec
 from typing import Any
 
-from channels.routing import ProtocolTypeRouter, URLRouter
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.core.management import get_commands, load_command_class
@@ -64,7 +64,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         errors.append(
             Error(
                 "django_mcp needs 'channels' in INSTALLED_APPS.",
-                hint="Add 'daphne' and 'channels' to INSTALLED_APPS (daphne first).",
+                hint="Add 'daphne' and 'channels' to INSTALLED_APPS (daphne first)."
+                if find_spec("channels") is not None
+                else "Install them (pip install 'django-mcp-toolkit[asgi]') and add 'daphne' and 'channels' to "
+                "INSTALLED_APPS (daphne first); or serve the endpoint as a Django view (WSGI mode: "
+                "django_mcp.urls_wsgi), which needs neither.",
                 id="django_mcp.E003",
             )
         )
@@ -198,7 +202,21 @@ def _check_routing(path: str) -> list[Any]:
     ]
 
 
+def _routers() -> tuple[Any, Any] | None:
+    """Channels' ``ProtocolTypeRouter`` and ``URLRouter``; None without Channels (the ``asgi`` extra)."""
+    try:
+        # reason: optional dependency (the asgi extra); only when ASGI_APPLICATION is set
+        from channels.routing import ProtocolTypeRouter, URLRouter
+    except ImportError:
+        return None
+    return ProtocolTypeRouter, URLRouter
+
+
 def _routes_endpoint(app: Any, endpoint: str, depth: int = 0) -> bool:
+    routers = _routers()
+    if routers is None:  # without Channels no application routes to the Channels consumer
+        return False
+    ProtocolTypeRouter, URLRouter = routers
     from .transports.http import MCPConsumer  # reason: Channels transport only when ASGI_APPLICATION is set
 
     if depth > 8:
@@ -471,8 +489,10 @@ def _servers(site: Any) -> list[Any]:
 
 
 def _mounted_servers(app: Any, depth: int = 0) -> list[Any]:
-    if depth > 8:
+    routers = _routers()
+    if depth > 8 or routers is None:  # without Channels no consumer mounts a server
         return []
+    ProtocolTypeRouter, URLRouter = routers
     if isinstance(app, ProtocolTypeRouter):
         return [s for a in app.application_mapping.values() for s in _mounted_servers(a, depth + 1)]
     if isinstance(app, URLRouter):

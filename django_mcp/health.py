@@ -20,11 +20,11 @@ import json
 import logging
 from typing import Any
 
-from channels.layers import get_channel_layer
 from django.db import connection
 
 from .conf import mcp_settings
 from .drain import RETRY_AFTER, drain
+from .routing import channel_layer
 from .server import servers
 from .sessions import store
 from .sync import run_bookkeeping
@@ -64,7 +64,7 @@ async def check_database() -> str:
 
 
 async def check_channel_layer() -> str:
-    layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+    layer = channel_layer(mcp_settings.CHANNEL_LAYER)
     if layer is None:
         return "none"
     try:

@@ -4,7 +4,8 @@ One channel per worker process, one receive loop. Local listeners join named
 groups (a session, a resumed stream, the broadcast group); the hub adds its
 channel to the layer group when the first local listener joins, and hands each
 message it receives to the listeners of that group. With no channel layer
-configured, messages are delivered in-process only.
+configured, or without Channels installed (the ``asgi`` extra: WSGI mode needs neither),
+messages are delivered in-process only.
 
 Groups:
   ``mcp.s.<session id>``  answers to server->client requests, cancellations,
@@ -37,7 +38,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from .conf import mcp_settings
 from .events import events
@@ -57,6 +59,48 @@ _PROBE = "probe"
 #: loop), sessions are read from the database rather than a cache nobody keeps up to date, and
 #: nothing that needs a held stream is offered.
 long_lived: ContextVar[bool] = ContextVar("django_mcp_long_lived", default=True)
+
+
+def _no_channels(alias: str) -> Any:
+    """What ``channel_layer`` does without Channels: no layer, as Channels itself says for an alias not configured."""
+    if alias in (getattr(settings, "CHANNEL_LAYERS", None) or {}):
+        raise ImproperlyConfigured(
+            f"CHANNEL_LAYERS[{alias!r}] is configured but Channels is not installed: "
+            "pip install 'django-mcp-toolkit[asgi]'"
+        )
+    return None
+
+
+#: ``channels.layers.get_channel_layer``, or ``_no_channels`` without Channels; imported at the first use.
+_get_layer: Callable[[str], Any] | None = None
+
+
+def channel_layer(alias: str) -> Any:
+    """The channel layer ``CHANNEL_LAYERS[alias]``, or None when there is none (messages stay in this process).
+
+    Channels is the ``asgi`` extra, so WSGI mode runs without it: as with Channels and no
+    ``CHANNEL_LAYERS``, there is no layer. Imported once (a failed import would search the path again
+    on every call: a WSGI request that publishes calls this).
+    """
+    global _get_layer
+
+    if _get_layer is None:
+        try:
+            # reason: optional dependency (the asgi extra), imported once at the first use
+            from channels.layers import get_channel_layer
+        except ImportError:
+            _get_layer = _no_channels
+        else:
+            _get_layer = get_channel_layer
+    return _get_layer(alias)
+
+
+def _in_memory(layer: Any) -> bool:
+    """Whether ``layer`` is Channels' in-memory layer (a process's own memory loses nothing: no probing)."""
+    # reason: optional dependency (the asgi extra); a layer exists, so Channels is installed
+    from channels.layers import InMemoryChannelLayer
+
+    return isinstance(layer, InMemoryChannelLayer)
 
 
 def session_group(session_id: str) -> str:
@@ -119,13 +163,13 @@ class Hub:
         async with self._lock:
             if self._started:
                 return
-            self._layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+            self._layer = channel_layer(mcp_settings.CHANNEL_LAYER)
             if self._layer is not None:
                 try:
                     self._channel = await self._layer.new_channel("mcp-hub.")
                 except Exception as exc:  # a layer that talks to Redis here (pub/sub): down means 503
                     raise BackendUnavailable(f"Channel layer unavailable ({type(exc).__name__})") from exc
-                probing = not isinstance(self._layer, InMemoryChannelLayer)  # a process's own memory loses nothing
+                probing = not _in_memory(self._layer)
                 self._probe_group = f"mcp.p.{secrets.token_hex(8)}" if probing else ""
                 self._probe_pending = None
                 try:
@@ -375,7 +419,7 @@ class Hub:
         if self._started and self._loop is asyncio.get_running_loop():
             layer = self._layer
         else:
-            layer = get_channel_layer(mcp_settings.CHANNEL_LAYER)
+            layer = channel_layer(mcp_settings.CHANNEL_LAYER)
         if layer is None:
             self._deliver(group, payload)
             return

@@ -6,7 +6,8 @@
 2. checks the wheel holds every file of ``django_mcp/`` (``py.typed``, templates, migrations,
    static files, ...) and the LICENSE, and nothing from ``tests/``, ``example_project/``,
    ``benchmarks/`` or ``scripts/``; and that the sdist holds the LICENSE, README and ``py.typed``;
-3. installs the wheel with the newest Django into a fresh virtualenv;
+3. installs the wheel, with the extras the documents' first ``pip install django-mcp-toolkit[...]`` names
+   (``asgi``: the quickstarts serve with Channels and daphne), and the newest Django into a fresh virtualenv;
 4. for each document (README.md, docs/quickstart.md and docs/testing.md by default), runs
    ``django-admin startproject config`` and ``startapp books``, writes the document's file blocks
    into the project (docs/testing.md's after the quickstart's), runs ``makemigrations``, ``migrate``
@@ -44,6 +45,8 @@ BLOCK = re.compile(
 )
 #: A document whose blocks go into the project another one builds (docs/testing.md tests the quickstart's).
 BUILDS_ON = {"docs/testing.md": "docs/quickstart.md"}
+#: The install command a document gives its reader (its first one): ``pip install "django-mcp-toolkit[asgi]"``.
+INSTALL = re.compile(r"^pip install \"?django-mcp-toolkit(?:\[(?P<extras>[\w,-]+)\])?\"?(?:\s|$)", re.M)
 #: What a document's own test files need (installed into the fresh virtualenv before ``pytest`` runs them).
 TEST_REQUIREMENTS = ("pytest", "pytest-django", "pytest-asyncio")
 #: ``@site.tool...`` (on one line or several, up to the closing ``)`` at the start of a line), then its function.
@@ -187,6 +190,16 @@ def blocks(doc: Path) -> list[tuple[str, bool, str]]:
     return found
 
 
+def extras(doc: Path) -> set[str]:
+    """The extras of the document's first install command (of the one it builds on when it has none)."""
+    match = INSTALL.search(doc.read_text())
+    if match is None and (rel := str(doc.relative_to(ROOT))) in BUILDS_ON:
+        return extras(ROOT / BUILDS_ON[rel])
+    if match is None:
+        raise SystemExit(f"{doc}: no 'pip install django-mcp-toolkit' line")
+    return set(filter(None, (match["extras"] or "").split(",")))
+
+
 def check_doc(doc: Path, work: Path, python: Path) -> None:
     bin_dir = python.parent
     project = work / doc.stem.lower()
@@ -243,7 +256,9 @@ def main() -> None:
         venv = work / "venv"
         run(uv, "venv", "-q", "--python", python, venv)
         venv_python = venv / "bin" / "python"
-        run(uv, "pip", "install", "-q", "--python", venv_python, "--upgrade", f"{wheel}", "django")
+        wanted = sorted(set().union(*(extras(ROOT / doc) for doc in args.docs)))
+        requirement = f"{wheel}[{','.join(wanted)}]" if wanted else str(wheel)
+        run(uv, "pip", "install", "-q", "--python", venv_python, "--upgrade", requirement, "django")
         print("   " + run(venv_python, "-m", "django", "--version", capture=True).strip().join(["Django ", ""]))
         for doc in args.docs:
             print(f"== {doc}")
