@@ -161,12 +161,18 @@ def _language(locale: str | None) -> str:
 
 
 class AppResource(Resource):
-    """A tool's ``ui://`` page: whoever may use the tool may read it, and no one else learns it exists."""
+    """A tool's ``ui://`` page: whoever may use the tool may read it, and no one else learns it exists.
+
+    Only for a client that renders MCP Apps (it declared the UI extension): to any other the page is
+    as absent as the app-only render helpers, in ``resources/list`` and to ``resources/read``.
+    """
 
     ui: UI
 
     async def permits(self, ctx: Context) -> bool:
         assert self.ui.tool is not None
+        if not extensions.supports_ui(ctx.client_capabilities):
+            return False
         return await self.ui.tool.permits(ctx)
 
     def declares_access(self) -> bool:

@@ -332,3 +332,8 @@ async def test_the_official_sdk_accepts_the_render_helpers(example: tuple[OAuthS
         rendered = await session.call_tool("book_details__ui", arguments)
         assert not rendered.is_error
         assert rendered.structured_content is not None and "<" in rendered.structured_content["html"]
+        pages = [r.uri for r in (await session.list_resources()).resources if str(r.uri).startswith("ui://")]
+        assert pages  # a host is told of the apps' pages
+    async with connect(example, "reader") as plain:  # a client that renders no apps is told of none
+        listed = await plain.list_resources()
+        assert not [r for r in listed.resources if str(r.uri).startswith("ui://")]

@@ -79,6 +79,20 @@ def test_a_client_that_renders_no_apps_sees_plain_tools_and_cannot_call_the_help
     assert client.call_tool("get_book", {"book_id": 1}).structured_content == {"id": 1, "title": "Dune", "borrower": ""}
 
 
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_a_client_that_renders_no_apps_is_told_nothing_of_the_pages(revision: str) -> None:
+    """The ``ui://`` pages are listed and read for a host only: to any other client they do not exist."""
+    assert "ui://ui-tests/get_book" in {r["uri"] for r in host(revision).request("resources/list")["resources"]}
+    client = plain(revision)
+    assert not [r for r in client.request("resources/list")["resources"] if r["uri"].startswith("ui://")]
+    with pytest.raises(MCPClientError) as refused:
+        client.request("resources/read", {"uri": "ui://ui-tests/get_book"})
+    with pytest.raises(MCPClientError) as missing:  # the error of a page that does not exist, in this revision
+        client.request("resources/read", {"uri": "ui://ui-tests/no_such_page"})
+    assert refused.value.code == missing.value.code
+    assert refused.value.message == missing.value.message.replace("no_such_page", "get_book")
+
+
 def test_a_declaration_without_the_mime_type_is_no_app_host() -> None:
     client = MCPTestClient(uiapp.server, capabilities={"extensions": {UI: {"mimeTypes": ["text/html"]}}})
     assert "get_book__ui" not in tools(client)
