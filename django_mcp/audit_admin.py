@@ -14,6 +14,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+import django
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
@@ -97,7 +98,7 @@ class MCPCallRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         "session",
         "revision",
         "transport",
-        "duration_ms",
+        "duration",
         "request_bytes",
         "response_bytes",
         "task",
@@ -130,7 +131,9 @@ class MCPCallRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description=_("duration"), ordering="duration_ms")
     def duration(self, obj: MCPCallRecord) -> str:
-        return f"{obj.duration_ms:.1f} ms"
+        """Milliseconds as a person reads them: two decimals below 1 ms, one above."""
+        ms = obj.duration_ms
+        return f"{ms:.2f} ms" if ms < 1 else f"{ms:,.1f} ms"
 
     @admin.display(description=_("MCP task"), ordering="task_id")
     def task(self, obj: MCPCallRecord) -> str:
@@ -202,6 +205,7 @@ class MCPCallRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         narrowing = {"user": get.get("user"), "client": client, "target": target}
         context = {
             **self.admin_site.each_context(request),
+            "breadcrumbs_list": django.VERSION >= (6, 1),  # 6.1's admin styles <ol class="breadcrumbs"> only
             "opts": self.opts,
             "title": _("MCP usage"),
             "usage": data,

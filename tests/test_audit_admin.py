@@ -230,6 +230,23 @@ def test_records_are_read_only_and_arguments_need_their_own_permission(world: di
     assert MCPCallRecord.objects.get(pk=record.pk).target == "echo"
 
 
+def test_durations_read_as_milliseconds(world: dict[str, Any]) -> None:
+    """The record shows "0.11 ms" (two decimals under 1 ms, one above), never the stored float."""
+    now = timezone.now()
+    fast = MCPCallRecord.objects.create(
+        at=now, method="tools/call", target="echo", outcome=MCPCallRecord.OK, duration_ms=0.10782199979075813
+    )
+    slow = MCPCallRecord.objects.create(
+        at=now, method="tools/call", target="echo", outcome=MCPCallRecord.OK, duration_ms=1234.5678
+    )
+    viewer = staff("timer", "view_mcpcallrecord")
+    for record, shown in ((fast, "0.11 ms"), (slow, "1,234.6 ms")):
+        page = viewer.get(reverse("admin:django_mcp_mcpcallrecord_change", args=[record.pk])).content.decode()
+        assert shown in page and str(record.duration_ms) not in page, shown
+    listing = viewer.get(reverse(CALLS)).content.decode()
+    assert "0.11 ms" in listing and "1,234.6 ms" in listing
+
+
 def test_the_calls_list_filters_and_searches(world: dict[str, Any]) -> None:
     browser = staff("auditor", "view_mcpcallrecord")
 

@@ -104,6 +104,11 @@ async def static(route: Any) -> None:
         await route.fulfill(status=404)
 
 
+#: What a person sees of an element: its tag, background, padding, layout and how many links it holds.
+STYLE = """el => { const s = getComputedStyle(el); return {tag: el.tagName, background: s.backgroundColor,
+    padding: s.padding, display: s.display, links: el.querySelectorAll("a").length}; }"""
+
+
 async def sign_in(chromium: Any, server: OAuthServer, username: str, path: str, login: str = "/admin/login/") -> Any:
     context = await chromium.new_context(viewport={"width": 1280, "height": 900})
     await context.route("**/static/**", static)
@@ -164,6 +169,16 @@ async def test_staff_see_usage_as_it_happened(server: OAuthServer, browser: Any,
         users = await page.inner_text("#mcp-users")
         assert "alice" in users and "bob" in users
         assert "Claude Desktop" in await page.inner_text("#mcp-clients")
+        # The breadcrumbs are the admin's own, styled as on the calls list (Django 6.1 styles <ol> only).
+        crumbs = await page.eval_on_selector(".breadcrumbs", STYLE)
+        assert crumbs["background"] not in ("rgba(0, 0, 0, 0)", "transparent") and crumbs["links"] == 3, crumbs
+        listing_page = await page.context.new_page()
+        await listing_page.goto(server.base + "/admin/django_mcp/mcpcallrecord/")
+        listed = await listing_page.eval_on_selector(".breadcrumbs", STYLE)
+        await listing_page.close()
+        assert {k: crumbs[k] for k in ("tag", "background", "padding", "display")} == {
+            k: listed[k] for k in ("tag", "background", "padding", "display")
+        }
         bars = await page.locator("#mcp-chart rect").count()
         assert bars >= 4  # this hour's column, stacked by tool
         shot = tmp_path / "usage.png"
