@@ -275,20 +275,70 @@ def _prompt(prompt: dict[str, Any]) -> dict[str, Any]:
 
 
 def example(schema: dict[str, Any]) -> dict[str, Any]:
-    """Arguments to start from: each required property's default, or an empty value of its type."""
-    empty = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
-    out: dict[str, Any] = {}
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or []:
-        prop = properties.get(name) or {}
-        if "default" in prop:
-            out[name] = prop["default"]
-        elif isinstance(prop.get("enum"), list) and prop["enum"]:
-            out[name] = prop["enum"][0]
-        else:
-            kind = prop.get("type")
-            out[name] = empty.get(kind if isinstance(kind, str) else "string", "")
-    return out
+    """Arguments to start from that the tool accepts: each required property's default, else a value of its schema.
+
+    The first click should succeed: a value honours ``minimum``/``exclusiveMinimum``/``multipleOf``,
+    ``minLength``, ``minItems``, enums, ``const``, ``examples``, ``$ref`` and unions (the first branch).
+    """
+    value = _sample(schema, schema.get("$defs") or {}, 0)
+    return value if isinstance(value, dict) else {}
+
+
+#: How deep ``_sample`` follows nested schemas (a recursive ``$ref`` stops there).
+_SAMPLE_DEPTH = 8
+
+
+def _sample(schema: Any, defs: dict[str, Any], depth: int) -> Any:
+    if not isinstance(schema, dict) or depth > _SAMPLE_DEPTH:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _sample(defs.get(ref.rsplit("/", 1)[1]), defs, depth + 1)
+    for key in ("default", "const"):
+        if key in schema:
+            return schema[key]
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        branches = [b for b in schema.get(key) or [] if isinstance(b, dict) and b.get("type") != "null"]
+        if branches:
+            return _sample(branches[0], defs, depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "object" or (kind is None and "properties" in schema):
+        properties = schema.get("properties") or {}
+        return {name: _sample(properties.get(name) or {}, defs, depth + 1) for name in schema.get("required") or []}
+    if kind == "array":
+        item = _sample(schema.get("items") or {}, defs, depth + 1)
+        return [item] * int(schema.get("minItems") or 0)
+    if kind in ("integer", "number"):
+        return _number(schema, integer=kind == "integer")
+    if kind == "boolean":
+        return False
+    if kind == "string":
+        return "x" * int(schema.get("minLength") or 0)
+    return "" if kind is None else None
+
+
+def _number(schema: dict[str, Any], *, integer: bool) -> int | float:
+    """The smallest value the bounds allow near zero: ``ge=1`` gives 1, ``gt=0`` gives 1 (or a small float)."""
+    low = schema.get("minimum")
+    above = schema.get("exclusiveMinimum")
+    value: float = 0
+    if isinstance(low, (int, float)) and value < low:
+        value = low
+    if isinstance(above, (int, float)) and value <= above:
+        value = above + 1 if integer else above + (abs(above) or 1) / 2
+    high = schema.get("maximum")
+    if isinstance(high, (int, float)) and value > high:
+        value = high
+    step = schema.get("multipleOf")
+    if isinstance(step, (int, float)) and step > 0 and value % step:
+        value = (value // step + 1) * step
+    return int(value) if integer else value
 
 
 # -- ASGI mode -----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from django.conf import settings
@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 from django.urls import path, re_path
+from pydantic import Field
 
 from django_mcp import Context, MCPServer
 from django_mcp.exceptions import ToolError
@@ -251,3 +252,40 @@ def test_someone_elses_object_and_a_tool_they_lack_stay_out_of_reach() -> None:
     assert other["result"]["isError"] is True and "alice" not in json.dumps(other)
     _, lacked = exchange(post(bob, token, action="tools/call", name="purge", arguments='{"user_id": 1}'))
     assert lacked["error"]["code"] == -32602 and "Unknown tool" in lacked["error"]["message"]
+
+
+# -- the form starts from arguments the tool accepts -------------------------------------------------------------
+def test_the_form_starts_from_valid_arguments() -> None:
+    """Every tool of the test site and of this module: the pre-filled arguments pass the tool's own
+    inputSchema (a validator, not our reading of it), so the first click succeeds; ``ge=1`` starts at 1."""
+    from jsonschema import Draft202012Validator
+
+    from django_mcp import site
+    from django_mcp.browsable import example
+
+    extra = MCPServer("bounds")
+
+    @extra.tool()
+    def bounded(
+        book_id: Annotated[int, Field(ge=1)],
+        ratio: Annotated[float, Field(gt=0, le=1)],
+        code: Annotated[str, Field(min_length=3)],
+        tags: Annotated[list[str], Field(min_length=2)],
+        even: Annotated[int, Field(ge=3, multiple_of=2)],
+        maybe: int | None,
+    ) -> str:
+        return "ok"
+
+    assert example(extra.tools["bounded"].input_schema) == {
+        "book_id": 1, "ratio": 0.5, "code": "xxx", "tags": ["", ""], "even": 4, "maybe": 0,
+    }  # fmt: skip
+    checked = 0
+    for each in (site, server, extra):
+        for tool in each.tools.values():
+            schema = tool.input_schema
+            if "pattern" in json.dumps(schema):
+                continue  # no value is made up to match a regular expression
+            errors = list(Draft202012Validator(schema).iter_errors(example(schema)))
+            assert not errors, (tool.name, example(schema), [e.message for e in errors])
+            checked += 1
+    assert checked > 20
