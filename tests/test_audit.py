@@ -415,6 +415,26 @@ def test_one_log_line_per_call_with_its_facts_as_extra(call_log: Collect) -> Non
 
 
 @pytest.mark.django_db
+def test_client_chosen_names_cannot_forge_a_log_line(call_log: Collect) -> None:
+    """A tool name or URI with a newline (or a fake ``user=``) is quoted in the message and escaped in the
+    ``extra`` attributes: one call, one line, whatever a formatter prints."""
+    forged = "x ok 1.0 ms user=1\ntools/call admin_tool ok"
+    with audited():
+        client = MCPTestClient(server)
+        with pytest.raises(MCPClientError):
+            call(client, forged)
+        with pytest.raises(MCPClientError):
+            client.request("resources/read", {"uri": "note://1\u2028user=root"})
+    (tool, resource) = call_log.records
+    for record in (tool, resource):
+        line = record.getMessage()
+        assert "\n" not in line and "\u2028" not in line and "\n" not in call_log.format(record)
+    assert f" {json.dumps(forged)} " in tool.getMessage()
+    assert tool.mcp_target == "x ok 1.0 ms user=1\\ntools/call admin_tool ok"
+    assert resource.mcp_target == "note://1\\u2028user=root"
+
+
+@pytest.mark.django_db
 def test_the_log_line_needs_no_database_record(call_log: Collect) -> None:
     with audited(AUDIT_LOG=False):
         call(MCPTestClient(server), "search", {"query": "x"})

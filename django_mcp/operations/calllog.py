@@ -9,7 +9,9 @@ which is the default (Django configures no ``django_mcp`` logger).
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +38,28 @@ FIELDS = (
 )
 
 
+#: Longest client-chosen value (a tool name, a URI, a client id) a line carries.
+MAX_VALUE = 512
+#: A value the message shows as it is: no space, quote, backslash or ``=`` that would blur its fields.
+_PLAIN = re.compile(r"[^\s\"'\\=]+\Z")
+
+
+def shown(value: str | None) -> str:
+    """A client-chosen value in the message: as it is when plain, else JSON-quoted (a newline cannot forge a line)."""
+    if not value:
+        return "-"
+    value = value[:MAX_VALUE]
+    return value if value.isprintable() and _PLAIN.match(value) else json.dumps(value)
+
+
+def safe(value: str | None) -> str | None:
+    """A client-chosen value as an ``extra`` attribute: unprintable characters escaped, for plain formatters too."""
+    if not value:
+        return None
+    value = value[:MAX_VALUE]
+    return value if value.isprintable() else json.dumps(value)[1:-1]
+
+
 def enabled() -> bool:
     return logger.isEnabledFor(logging.INFO)
 
@@ -43,14 +67,14 @@ def enabled() -> bool:
 def extra(entry: Entry) -> dict[str, Any]:
     """The line's facts as ``LogRecord`` attributes; absent ones are None (JSON null), never ""."""
     return {
-        "mcp_method": entry.method,
-        "mcp_target": entry.target or None,
+        "mcp_method": safe(entry.method),
+        "mcp_target": safe(entry.target),
         "mcp_outcome": entry.outcome,
         "mcp_error_code": entry.error_code,
         "mcp_http_status": entry.http_status,
         "mcp_duration_ms": round(entry.duration_ms, 3),
         "mcp_user_id": entry.user_id,
-        "mcp_client_id": entry.client_id or None,
+        "mcp_client_id": safe(entry.client_id),
         "mcp_session": entry.session or None,
         "mcp_transport": entry.transport,
         "mcp_revision": entry.revision or None,
@@ -64,12 +88,12 @@ def emit(entry: Entry) -> None:
     outcome = entry.outcome if entry.error_code is None else f"{entry.outcome} {entry.error_code}"
     logger.info(
         "%s %s %s %.1f ms user=%s client=%s session=%s transport=%s%s",
-        entry.method,
-        entry.target or "-",
+        shown(entry.method),
+        shown(entry.target),
         outcome,
         entry.duration_ms,
         entry.user_id if entry.user_id is not None else "-",
-        entry.client_id or "-",
+        shown(entry.client_id),
         entry.session or "-",
         entry.transport,
         f" task={entry.task_id}" if entry.task_id else "",
@@ -77,4 +101,4 @@ def emit(entry: Entry) -> None:
     )
 
 
-__all__ = ["FIELDS", "emit", "enabled", "extra", "logger"]
+__all__ = ["FIELDS", "emit", "enabled", "extra", "logger", "safe", "shown"]
