@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.utils.cache import patch_vary_headers
 from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
 
@@ -156,6 +157,9 @@ def _document(request: HttpRequest, build: Any, content_type: str) -> HttpRespon
             response = HttpResponse(body if request.method == "GET" else b"", content_type=content_type)
         response["ETag"] = etag
         response["Cache-Control"] = f"public, max-age={MAX_AGE}"
+        # The documents name this site's URLs as the request's Host gives them: a shared cache must keep
+        # one copy per host (and per scheme, which a proxy's forwarded header sets).
+        patch_vary_headers(response, ("Host", "X-Forwarded-Proto"))
     for key, value in _CORS.items():
         response[key] = value
     return response

@@ -132,6 +132,11 @@ def test_public_cacheable_and_readable_from_any_origin(browser: Client, path: st
     first = browser.get(path, HTTP_ORIGIN="https://elsewhere.example")
     assert first["Access-Control-Allow-Origin"] == "*" and first["Access-Control-Expose-Headers"] == "ETag"
     assert first["Cache-Control"] == "public, max-age=3600"
+    # Each host's document names that host's URLs: a shared cache keeps one copy per host and scheme.
+    assert {v.strip() for v in first["Vary"].split(",")} >= {"Host", "X-Forwarded-Proto"}
+    with override_settings(ALLOWED_HOSTS=["mcp.example.com", "mcp.example.org"]):
+        other = browser.get(path, HTTP_HOST="mcp.example.org")
+    assert other["ETag"] != first["ETag"] and b"mcp.example.org" in other.content and "Host" in other["Vary"]
     etag = first["ETag"]
     again = browser.get(path, HTTP_IF_NONE_MATCH=etag)
     assert again.status_code == 304 and again.content == b"" and again["ETag"] == etag
