@@ -16,8 +16,10 @@ from urllib.parse import urlencode
 
 import django
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied
+from django.db import DataError
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -181,6 +183,14 @@ class MCPCallRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         )
         return [usage, *super().get_urls()]
 
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        """An id or a date beyond what the database stores (``?user=99999999999999999999``) is a bad lookup:
+        Django's "invalid filter" redirect, not a 500 from the database driver."""
+        try:
+            return super().get_changelist_instance(request)
+        except (OverflowError, ValueError, DataError) as exc:  # DataError: PostgreSQL's "out of range"
+            raise IncorrectLookupParameters(exc) from exc
+
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """The calls, with a "Usage" link narrowed as the list is (by client or user)."""
         get = request.GET
@@ -195,8 +205,8 @@ class MCPCallRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         window = get.get("window", usage_data.DEFAULT_WINDOW)
         user: Any = get.get("user") or None
         if user not in (None, "anonymous"):
-            try:
-                user = MCPCallRecord._meta.get_field("user").target_field.to_python(user)  # type: ignore[union-attr]
+            try:  # to_python, then the field's range (an id the database cannot hold would fail the query)
+                user = MCPCallRecord._meta.get_field("user").target_field.clean(user, None)  # type: ignore[union-attr]
             except Exception:  # noqa: BLE001 - a malformed id narrows to nobody rather than failing
                 user = None
         client = get.get("client")

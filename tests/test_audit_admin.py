@@ -247,6 +247,21 @@ def test_durations_read_as_milliseconds(world: dict[str, Any]) -> None:
     assert "0.11 ms" in listing and "1,234.6 ms" in listing
 
 
+def test_out_of_range_filters_are_bad_lookups_not_500s(world: dict[str, Any]) -> None:
+    """An id or a year no database column holds: the list answers Django's "invalid filter" redirect,
+    the usage page shows everyone's usage; neither reaches the database driver's OverflowError."""
+    viewer = staff("ranger", "view_mcpcallrecord")
+    viewer.raise_request_exception = False
+    huge = "9" * 30
+    for query in (f"user={huge}", f"user__id__exact={huge}", "at__year=99999999999", f"user=-{huge}"):
+        listing = viewer.get(reverse(CALLS) + "?" + query)
+        assert listing.status_code in (200, 302), (query, listing.status_code)
+        if listing.status_code == 302:
+            assert listing["Location"].endswith("?e=1")
+    usage = viewer.get(reverse(USAGE) + f"?user={huge}")
+    assert usage.status_code == 200 and "MCP usage" in usage.content.decode()
+
+
 def test_the_calls_list_filters_and_searches(world: dict[str, Any]) -> None:
     browser = staff("auditor", "view_mcpcallrecord")
 
