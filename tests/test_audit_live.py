@@ -146,3 +146,41 @@ def test_a_task_run_in_db_worker_is_recorded_and_logged_with_its_tool_and_id(tmp
     finally:
         worker.stop()
         stop(live)
+
+
+MODERN = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+}
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgres"])
+def test_every_call_is_recorded_whatever_its_numbers(tmp_path: Path, db: str) -> None:
+    """1e999 is valid JSON that no float holds (infinity): the call runs and its record is kept, the number
+    stored as text. NaN and Infinity are not JSON at all: a parse error, as for any other non-JSON body."""
+    if db == "postgres":
+        from tests.conftest import need_service
+
+        need_service("PostgreSQL", 5432)
+    live = start(tmp_path, db=db)
+    try:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "x-test-user": "alice", **MODERN, "mcp-name": "echo"}  # fmt: skip
+        body = (
+            '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", '
+            '"arguments": {"text": "big", "huge": 1e999, "small": -1e999}, "_meta": ' + json.dumps(MODERN_META) + "}}"
+        )
+        r = httpx2.post(live.url, content=body, headers=headers, timeout=30)
+        assert r.status_code == 200, r.text
+        for literal in ("NaN", "Infinity", "-Infinity"):
+            bad = body.replace("1e999", literal, 1)
+            r = httpx2.post(live.url, content=bad, headers=headers, timeout=30)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32700, (literal, r.text)
+        (found,) = wait_for_records(live, 1)
+        assert found["target"] == "echo" and found["arguments"] == {
+            "text": "big", "huge": "Infinity", "small": "-Infinity",
+        }, found  # fmt: skip
+    finally:
+        stop(live)

@@ -315,18 +315,27 @@ NUL_SUBSTITUTE = "\ufffd"
 
 
 def storable(value: Any) -> Any:
-    """``value`` with every NUL in its strings (keys too) made U+FFFD; the same object when it has none.
+    """``value`` as every database stores it; the same object when nothing in it needs changing.
 
-    A NUL is a valid JSON string character, but PostgreSQL's ``jsonb`` refuses ``\\u0000``, and a
-    client may send one: the record keeps the rest instead of being refused. The serialized text
-    tells whether there is one (faster than walking the value in Python).
+    Every NUL in its strings (keys too) becomes U+FFFD: a NUL is a valid JSON string character,
+    but PostgreSQL's ``jsonb`` refuses ``\\u0000``, and a client may send one. A float no JSON
+    holds (``1e999`` parses to infinity) becomes the text ``"Infinity"``, ``"-Infinity"`` or
+    ``"NaN"``: SQLite's and PostgreSQL's JSON refuse those tokens. The record keeps the rest
+    instead of being refused. The serialized text tells whether either is there (faster than
+    walking the value in Python).
     """
-    return _without_nul(value) if b"\\u0000" in dumps(value) else value
+    return _without_nul(value) if _needs_cleaning(dumps(value)) else value
+
+
+def _needs_cleaning(text: bytes) -> bool:
+    return b"\\u0000" in text or b"Infinity" in text or b"NaN" in text
 
 
 def _without_nul(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", NUL_SUBSTITUTE)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
         return {_without_nul(k): _without_nul(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -365,7 +374,7 @@ class TimeText:
 
 def _json_text(value: Any, encoder: Any) -> str:
     text = dumps(value)
-    if b"\\u0000" in text:
+    if _needs_cleaning(text):
         text = dumps(_without_nul(value))
     return text.decode()
 

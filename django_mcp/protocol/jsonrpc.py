@@ -79,9 +79,14 @@ class Invalid:
 
 
 def loads(body: bytes | str) -> Any:
-    """Parse a JSON body; invalid JSON or invalid UTF-8 is a -32700 parse error."""
+    """Parse a JSON body; invalid JSON or invalid UTF-8 is a -32700 parse error.
+
+    ``NaN`` and ``Infinity`` are not JSON (RFC 8259), whatever JavaScript's and Python's parsers accept:
+    refused like any other non-JSON. A number too large for a float (``1e999``) is JSON: it becomes
+    infinity, which the audit log stores as text.
+    """
     try:
-        return pydantic_core.from_json(body)
+        return pydantic_core.from_json(body, allow_inf_nan=False)
     except ValueError as exc:
         raise ProtocolError(PARSE_ERROR, "Parse error: body is not valid JSON", str(exc)) from None
 
