@@ -43,13 +43,15 @@ def moment(option: str, value: str | None) -> datetime | None:
         return None
     text = value.strip()
     ago = _AGO.match(text.lower())
-    if ago:
-        return timezone.now() - timedelta(seconds=int(ago.group(1)) * _UNITS[ago.group(2)])
     try:
+        if ago:
+            return timezone.now() - timedelta(seconds=int(ago.group(1)) * _UNITS[ago.group(2)])
         when = parse_datetime(text) if len(text) > 10 else None
         if when is None and len(text) <= 10:
             day = parse_date(text)
             when = datetime(day.year, day.month, day.day) if day else None
+        if when is not None and timezone.is_naive(when):
+            when = timezone.make_aware(when)
     except (ValueError, OverflowError):
         when = None
     if when is None:
@@ -57,8 +59,6 @@ def moment(option: str, value: str | None) -> datetime | None:
             f"{option} {shown(value)}: give an ISO 8601 date or date-time (2026-11-28, 2026-11-28T14:00:00+00:00) "
             "or an age (90m, 24h, 7d)"
         )
-    if timezone.is_naive(when):
-        when = timezone.make_aware(when)
     return when
 
 
