@@ -62,8 +62,8 @@ class Command(BaseCommand):
         calls.add_argument(
             "--outcome", "--status", action="append", choices=OUTCOMES, help="Calls that ended so (repeatable)."
         )
-        calls.add_argument("--method", metavar="METHOD", help="tools/call, resources/read, prompts/get, tasks/run.")
-        calls.add_argument("--transport", metavar="NAME", help="http, stdio, sse or task.")
+        calls.add_argument("--method", metavar="METHOD", help="tools/call, resources/read or prompts/get.")
+        calls.add_argument("--transport", metavar="NAME", help="http, wsgi, stdio, sse, browser, task.")
         calls.add_argument("--session", metavar="PREFIX", help="Calls of the session whose id begins so (8 chars).")
         calls.add_argument("--task", metavar="TASK_ID", help="Calls that ran or created this MCP task (its id).")
         calls.add_argument(
