@@ -24,7 +24,15 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_application_model, get_refresh_token_model
 
-from django_mcp.models import MCPCallRecord, MCPClient, MCPSession, MCPSwitch, MCPTask
+from django_mcp.models import (
+    InitialAccessToken,
+    MCPCallRecord,
+    MCPClient,
+    MCPSession,
+    MCPSwitch,
+    MCPTask,
+    MCPTaskWorker,
+)
 from django_mcp.operations.switches import board
 from django_mcp.test import MCPClientError, MCPTestClient
 from tests.test_mcp_clients_admin import make_app, make_token
@@ -354,3 +362,23 @@ def test_task_list_and_cancel_as_the_admin_does(people: tuple[Any, Any]) -> None
     assert "at least 8" in fails("mcp_task", "cancel", "abc")
     assert "No task whose id begins with" in fails("mcp_task", "cancel", "~" * 12)
     assert "--limit" in fails("mcp_task", "list", "--limit", "0")
+
+
+def test_task_workers_alive_and_gone() -> None:
+    now = timezone.now()
+    MCPTaskWorker.objects.create(id="host-a:1", host="host-a", pid=1, started=now, beat=now)
+    MCPTaskWorker.objects.create(id="host-b:2", host="host-b", pid=2, started=now, beat=now - timedelta(hours=1))
+    rows = json.loads(run("mcp_task", "workers", "--format", "json"))
+    assert [(r["worker"], r["alive"]) for r in rows] == [("host-a:1", True), ("host-b:2", False)]
+
+
+def test_initial_access_tokens_listed_and_deleted(people: tuple[Any, Any]) -> None:
+    """The admin lists initial access tokens and deletes them; so do these commands (never showing a token)."""
+    raw = run("mcp_client", "initial-token", "--scopes", "read", "--service-user", "alice", "--uses", "2").strip()
+    (row,) = json.loads(run("mcp_client", "initial-tokens", "--format", "json"))
+    assert (row["scopes"], row["service_user"], row["uses_left"]) == ("read", "alice", 2)
+    assert raw not in run("mcp_client", "initial-tokens")
+    assert "No initial access token with id 999" in fails("mcp_client", "delete-initial-token", str(row["id"]), "999")
+    assert InitialAccessToken.objects.exists()
+    assert run("mcp_client", "delete-initial-token", str(row["id"])) == "Deleted 1 initial access token.\n"
+    assert not InitialAccessToken.objects.exists()

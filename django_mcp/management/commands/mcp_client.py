@@ -17,6 +17,8 @@ And what the admin's MCP clients page does, for projects without the admin:
     manage.py mcp_client enable CLIENT [CLIENT ...]
     manage.py mcp_client revoke CLIENT [CLIENT ...]  # every token of the clients; they stay enabled
     manage.py mcp_client revoke --user alice [CLIENT ...]  # every token of a user (through these clients)
+    manage.py mcp_client initial-tokens              # the initial access tokens not yet used up
+    manage.py mcp_client delete-initial-token ID     # revoke one (the admin deletes it)
 
 Secrets and tokens are printed once; only hashes are stored.
 """
@@ -41,7 +43,7 @@ from ...auth_clients import (
     revoke_user_tokens,
     with_activity,
 )
-from ...models import MCPClient, MCPSession
+from ...models import InitialAccessToken, MCPClient, MCPSession
 from ..arguments import bounded, short_id, shown
 from ..output import add_format_argument, write
 from ..users import active_user, any_user
@@ -100,6 +102,10 @@ class Command(BaseCommand):
         )
         revoke.add_argument("clients", nargs="*", metavar="CLIENT", help="Client IDs, or names one client has.")
         revoke.add_argument("--user", metavar="USERNAME", help="Revoke this user's tokens (active or not).")
+        iats = sub.add_parser("initial-tokens", help="Initial access tokens: id, scopes, service user, uses, expiry.")
+        add_format_argument(iats)
+        drop = sub.add_parser("delete-initial-token", help="Revoke initial access tokens (by the ids they list).")
+        drop.add_argument("ids", nargs="+", type=int, metavar="ID")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not apps.is_installed("oauth2_provider"):
@@ -263,3 +269,27 @@ class Command(BaseCommand):
         else:
             raise CommandError("Give the clients whose tokens to revoke, or --user")
         self.stdout.write(f"Revoked {n} access token{'' if n == 1 else 's'}.")
+
+    def do_initial_tokens(self, options: dict[str, Any]) -> None:
+        rows = (
+            {
+                "id": t.pk,
+                "description": str(t),
+                "scopes": t.scopes,
+                "service_user": str(t.service_user or ""),
+                "uses_left": "unlimited" if t.uses_left is None else t.uses_left,
+                "expires": t.expires,
+                "created": t.created,
+            }
+            for t in InitialAccessToken.objects.select_related("service_user")
+        )
+        columns = ("id", "description", "scopes", "service_user", "uses_left", "expires", "created")
+        write(self.stdout, rows, columns, options["format"])
+
+    def do_delete_initial_token(self, options: dict[str, Any]) -> None:
+        ids = options["ids"]
+        unknown = sorted(set(ids) - set(InitialAccessToken.objects.filter(pk__in=ids).values_list("pk", flat=True)))
+        if unknown:
+            raise CommandError(f"No initial access token with id {', '.join(map(str, unknown))}")
+        n, _ = InitialAccessToken.objects.filter(pk__in=ids).delete()
+        self.stdout.write(f"Deleted {n} initial access token{'' if n == 1 else 's'}.")

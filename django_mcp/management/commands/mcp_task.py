@@ -3,6 +3,7 @@
     manage.py mcp_task list [--status working] [--user alice] [--client 3Zx9...] [--tool export_books]
     manage.py mcp_task cancel q7Rk2LmZ        # by the first characters of its id (8 at least)
     manage.py mcp_task cancel --user alice    # every active task of a user
+    manage.py mcp_task workers                # the task worker processes, alive or gone
 
 Ids are printed as their first 16 characters (a task id is a capability of its caller). Cancelling is
 what the admin's action does: the task ends ``cancelled``; a running tool is told by its worker. Results
@@ -11,13 +12,14 @@ and errors are not printed (the admin shows them only with ``view_mcptask_result
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from ...models import MCPTask
-from ...tasks import store
+from ...models import MCPTask, MCPTaskWorker
+from ...tasks import beat, store
 from ..arguments import bounded, by_prefix, short_id
 from ..output import add_format_argument, write
 from ..users import any_user
@@ -37,7 +39,7 @@ def _narrowed(options: dict[str, Any], tasks: Any) -> Any:
 
 
 class Command(BaseCommand):
-    help = "List MCP tasks; cancel active ones by id prefix, by user, client or tool."
+    help = "List MCP tasks; cancel active ones by id prefix, by user, client or tool; list the task workers."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -54,6 +56,8 @@ class Command(BaseCommand):
         cancel.add_argument("--user", metavar="USERNAME", help="Every active task of this user.")
         cancel.add_argument("--client", metavar="CLIENT_ID", help="Every active task through this OAuth client.")
         cancel.add_argument("--tool", metavar="NAME", help="Every active task of this tool.")
+        workers = sub.add_parser("workers", help="Task worker processes: host, pid, started, last beat, alive.")
+        add_format_argument(workers)
 
     def handle(self, *args: Any, **options: Any) -> None:
         getattr(self, "do_" + options["action"])(options)
@@ -95,3 +99,13 @@ class Command(BaseCommand):
             rows = MCPTask.objects.filter(pk__in=ids)
         n = store.cancel_many(rows)
         self.stdout.write(f"Cancelled {n} task{'' if n == 1 else 's'}.")
+
+    def do_workers(self, options: dict[str, Any]) -> None:
+        """The admin's MCP task workers: alive while they beat within ``beat.stale_after()`` seconds."""
+        alive_since = timezone.now() - timedelta(seconds=beat.stale_after())
+        rows = (
+            {"worker": w.pk, "host": w.host, "pid": w.pid, "started": w.started, "beat": w.beat}
+            | {"alive": w.beat >= alive_since}
+            for w in MCPTaskWorker.objects.order_by("-beat")
+        )
+        write(self.stdout, rows, ("worker", "host", "pid", "started", "beat", "alive"), options["format"])
