@@ -13,7 +13,7 @@ from typing import Any
 from django.apps import apps as django_apps
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
+from django.db.models import QuerySet
 from django.db.models.query import ModelIterable
 from django.http import HttpRequest
 from django.utils import timezone
@@ -22,7 +22,14 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from .audit_admin import calls_url, usage_url
-from .auth_clients import disable_clients, enable_clients, revoke_tokens
+from .auth_clients import (
+    disable_clients,
+    enable_clients,
+    registration_scope,
+    revoke_tokens,
+    with_activity,
+)
+from .auth_clients import last_use as client_last_use
 from .checks import project_servers
 from .models import InitialAccessToken, MCPClient, MCPSession, MCPSwitch, MCPTask, MCPTaskWorker
 from .operations import switches
@@ -33,13 +40,6 @@ from .tasks import store
 #: Characters of a session id the admin shows, and the longer prefix its URLs and checkboxes use as a key.
 SHOWN_PREFIX = 8
 ADMIN_KEY_LENGTH = 16
-
-
-def _registration_scope() -> str:
-    """DOT's scope of a registration access token (RFC 7592), which no MCP request uses."""
-    from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once OAuth is on
-
-    return str(getattr(oauth2_settings, "DCR_REGISTRATION_SCOPE", "") or "\x00")
 
 
 def session_prefix(session_id: str) -> str:
@@ -283,7 +283,7 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description=_("Cancel selected tasks"), permissions=["change"])
     def cancel_tasks(self, request: HttpRequest, queryset: QuerySet[MCPTask]) -> None:
-        n = sum(1 for row in queryset.filter(status__in=store.ACTIVE) if store.cancel(row))
+        n = store.cancel_many(queryset)
         self.message_user(request, ngettext("Cancelled %d task.", "Cancelled %d tasks.", n) % n, messages.SUCCESS)
 
 
@@ -327,36 +327,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     raw_id_fields = ("service_user",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[MCPClient]:
-        # reason: DOT's models need it in INSTALLED_APPS
-        from oauth2_provider.models import get_access_token_model, get_application_model
-
-        app = get_application_model().objects.filter(client_id=OuterRef("client_id"))
-        tokens = get_access_token_model().objects.filter(application__client_id=OuterRef("client_id")).order_by()
-        # A dynamically registered client's registration access token (RFC 7592, DOT's DCR_REGISTRATION_SCOPE,
-        # expiring in 9999) manages its registration: it is no access token to the MCP endpoint.
-        access = tokens.exclude(scope=_registration_scope())
-        live = access.filter(expires__gt=timezone.now()).values("application").annotate(n=Count("pk")).values("n")
-        latest = tokens.values("application").annotate(at=Max("created")).values("at")
-        seen = (
-            MCPSession.objects.filter(oauth_client=OuterRef("client_id"))
-            .order_by()
-            .values("oauth_client")
-            .annotate(at=Max("last_seen"))
-            .values("at")
-        )
-        queryset: QuerySet[MCPClient] = (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _name=Subquery(app.values("name")[:1]),
-                _source=Subquery(app.values("registration_source")[:1]),
-                _registered=Subquery(app.values("created")[:1]),
-                _tokens=Subquery(live[:1]),
-                _last_token=Subquery(latest[:1]),
-                _last_session=Subquery(seen[:1]),
-            )
-        )
-        return queryset
+        return with_activity(super().get_queryset(request))
 
     def application(self, obj: MCPClient) -> Any:
         from oauth2_provider.models import get_application_model  # reason: DOT's models need it in INSTALLED_APPS
@@ -384,9 +355,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.display(description=_("last use"), ordering="_last_token")
     def last_use(self, obj: Any) -> Any:
         """The latest token issued to the client, or its latest session activity when later."""
-        moments = [getattr(obj, "_last_token", None), getattr(obj, "_last_session", None)]
-        known = [m for m in moments if m is not None]
-        return max(known) if known else None
+        return client_last_use(obj)
 
     @admin.display(description=_("active tokens"), ordering="_tokens")
     def active_tokens(self, obj: Any) -> int:
@@ -412,7 +381,7 @@ class MCPClientAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             .select_related("user")
             .order_by("-created")[:50]
         )
-        registration = _registration_scope()
+        registration = registration_scope()
         items = [
             (t.pk, t.user or "—", t.scope, t.expires, _("expired") if t.is_expired() else "")
             if t.scope != registration

@@ -19,6 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.apps import apps
 from django.db import transaction
+from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
 from django.db.models.signals import post_delete, post_migrate, post_save
 from django.db.utils import DatabaseError
 from django.utils import timezone
@@ -84,6 +85,33 @@ def revoke_tokens(client_ids: Iterable[str]) -> int:
 
     Their MCP sessions end too, so a client cannot go on with a session it opened.
     """
+    ids = list(client_ids)
+    count = _revoke(application__in=applications(ids))
+    sessions = MCPSession.objects.filter(oauth_client__in=ids, ended__isnull=True)
+    end_sessions_sync(list(sessions.values_list("id", flat=True)))
+    return count
+
+
+def revoke_user_tokens(user_ids: Iterable[Any], client_ids: Iterable[str] | None = None) -> int:
+    """Revoke what these users hold (through ``client_ids`` only, when given); the access-token count.
+
+    As :func:`revoke_tokens` does for a client: their tokens are deleted, so their next request gets 401
+    and a task they queued fails when a worker takes it (``auth.grants``); their sessions end.
+    """
+    users = list(user_ids)
+    scope: dict[str, Any] = {"user__in": users}
+    sessions = MCPSession.objects.filter(user__in=users, ended__isnull=True)
+    if client_ids is not None:
+        clients = list(client_ids)
+        scope["application__in"] = applications(clients)
+        sessions = sessions.filter(oauth_client__in=clients)
+    count = _revoke(**scope)
+    end_sessions_sync(list(sessions.values_list("id", flat=True)))
+    return count
+
+
+def _revoke(**lookup: Any) -> int:
+    """Revoke the refresh tokens, access tokens, grants and ID tokens matching ``lookup``; the access-token count."""
     # reason: DOT's models need it in INSTALLED_APPS
     from oauth2_provider.models import (
         get_access_token_model,
@@ -92,19 +120,56 @@ def revoke_tokens(client_ids: Iterable[str]) -> int:
         get_refresh_token_model,
     )
 
-    ids = list(client_ids)
-    apps_qs = applications(ids)
     with write_transaction():
-        get_refresh_token_model().objects.filter(application__in=apps_qs, revoked__isnull=True).update(
-            revoked=timezone.now()
-        )
-        tokens = get_access_token_model().objects.filter(application__in=apps_qs)
-        count, _ = tokens.delete()
-        get_grant_model().objects.filter(application__in=apps_qs).delete()
-        get_id_token_model().objects.filter(application__in=apps_qs).delete()
-    sessions = MCPSession.objects.filter(oauth_client__in=ids, ended__isnull=True)
-    end_sessions_sync(list(sessions.values_list("id", flat=True)))
+        get_refresh_token_model().objects.filter(revoked__isnull=True, **lookup).update(revoked=timezone.now())
+        count, _ = get_access_token_model().objects.filter(**lookup).delete()
+        get_grant_model().objects.filter(**lookup).delete()
+        get_id_token_model().objects.filter(**lookup).delete()
     return int(count)
+
+
+def registration_scope() -> str:
+    """DOT's scope of a registration access token (RFC 7592), which no MCP request uses."""
+    from oauth2_provider.settings import oauth2_settings  # reason: DOT loads only once OAuth is on
+
+    return str(getattr(oauth2_settings, "DCR_REGISTRATION_SCOPE", "") or "\x00")
+
+
+def with_activity(clients: QuerySet[MCPClient]) -> QuerySet[MCPClient]:
+    """``clients`` annotated with their application's name, registration source and date, live access tokens,
+    latest token and latest session activity, in one query (the admin's list and ``mcp_client list``)."""
+    # reason: DOT's models need it in INSTALLED_APPS
+    from oauth2_provider.models import get_access_token_model, get_application_model
+
+    app = get_application_model().objects.filter(client_id=OuterRef("client_id"))
+    tokens = get_access_token_model().objects.filter(application__client_id=OuterRef("client_id")).order_by()
+    # A dynamically registered client's registration access token (RFC 7592, DOT's DCR_REGISTRATION_SCOPE,
+    # expiring in 9999) manages its registration: it is no access token to the MCP endpoint.
+    access = tokens.exclude(scope=registration_scope())
+    live = access.filter(expires__gt=timezone.now()).values("application").annotate(n=Count("pk")).values("n")
+    latest = tokens.values("application").annotate(at=Max("created")).values("at")
+    seen = (
+        MCPSession.objects.filter(oauth_client=OuterRef("client_id"))
+        .order_by()
+        .values("oauth_client")
+        .annotate(at=Max("last_seen"))
+        .values("at")
+    )
+    annotated: QuerySet[MCPClient] = clients.annotate(
+        _name=Subquery(app.values("name")[:1]),
+        _source=Subquery(app.values("registration_source")[:1]),
+        _registered=Subquery(app.values("created")[:1]),
+        _tokens=Subquery(live[:1]),
+        _last_token=Subquery(latest[:1]),
+        _last_session=Subquery(seen[:1]),
+    )
+    return annotated
+
+
+def last_use(client: Any) -> Any:
+    """The latest token issued to a client of :func:`with_activity`, or its latest session activity when later."""
+    known = [m for m in (getattr(client, "_last_token", None), getattr(client, "_last_session", None)) if m]
+    return max(known) if known else None
 
 
 def disable_clients(client_ids: Iterable[str]) -> int:

@@ -18,3 +18,12 @@ def active_user(username: str) -> Any:
     if not user.is_active:
         raise CommandError(f"User {username!r} is inactive")
     return user
+
+
+def any_user(username: str) -> Any:
+    """The user called ``username``, active or not (revoking what a deactivated account still holds)."""
+    model = get_user_model()
+    try:
+        return model._default_manager.get_by_natural_key(username)
+    except model.DoesNotExist:
+        raise CommandError(f"No user named {username!r}") from None

@@ -234,6 +234,11 @@ def cancel(row: MCPTask) -> bool:
     )
 
 
+def cancel_many(rows: QuerySet[MCPTask]) -> int:
+    """Cancel the active tasks among ``rows`` (the admin's action, ``mcp_task cancel``); the number cancelled."""
+    return sum(1 for row in rows.filter(status__in=ACTIVE) if cancel(row))
+
+
 def answer(row: MCPTask, responses: dict[str, Any]) -> bool:
     """Record answers to outstanding input requests; the task runs again once none is left.
 

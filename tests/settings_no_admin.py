@@ -1,0 +1,10 @@
+"""A project without ``django.contrib.admin``: OAuth, the Tasks framework, no admin app and no admin URLs.
+
+Operators of such projects run every operation with management commands (``mcp_switch``, ``mcp_client``,
+``mcp_session``, ``mcp_task``, ``mcp_audit``): ``tests/test_ops_live.py`` serves it and runs them there.
+"""
+
+from tests.tasks_oauth_settings import *  # noqa: F403
+
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "django.contrib.admin"]  # noqa: F405
+ROOT_URLCONF = "tests.urls_no_admin"
