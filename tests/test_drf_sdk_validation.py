@@ -269,7 +269,7 @@ def test_every_tool_through_the_typescript_sdk(big: LiveServer, tmp_path: Path) 
     patterns = steps["patterns"][0]
     assert patterns["count"] >= 3 and patterns["bad"] == []  # code, slug and the decimals' patterns at least
     for call in steps["call"]:
-        assert "thrown" not in call and not call["isError"], call
+        assert "thrown" not in call and not call["isError"], json.dumps(call)[:3000]
     by_name: dict[str, list[Any]] = {}
     for call in steps["call"]:
         by_name.setdefault(call["name"], []).append(call["structured"])
@@ -278,3 +278,17 @@ def test_every_tool_through_the_typescript_sdk(big: LiveServer, tmp_path: Path) 
     assert by_name["gadget_list"][0]["count"] == 5
     assert by_name["gadget_create"][0]["price"] == "12.34"
     assert by_name["gadget_destroy"] == [None]
+
+
+def test_default_annotations_satisfy_the_host_directory_check() -> None:
+    """The hints DRF tools get from their HTTP method set all three W042 asks for."""
+    from django_mcp.checks import host_directory_warnings
+    from tests.drfbig.tools import server
+
+    warnings = [w for w in host_directory_warnings(server) if w.id == "django_mcp.W042"]
+    assert warnings == []
+    assert server.tools["gadget_list"].annotations == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "openWorldHint": False,
+    }

@@ -341,7 +341,7 @@ class Inspector(AutoSchema):  # type: ignore[misc]  # DRF is untyped
         if not _drf_own(field, method):
             return {}
         if isinstance(field, serializers.DecimalField):
-            coerce = field.coerce_to_string
+            coerce = getattr(field, "coerce_to_string", None)
             if coerce is None:
                 from rest_framework.settings import api_settings
 
@@ -368,6 +368,53 @@ class Inspector(AutoSchema):  # type: ignore[misc]  # DRF is untyped
         if isinstance(field, serializers.HyperlinkedRelatedField):
             return {"type": "string", "format": "uri"}
         return dict(super().map_field(field))
+
+    def map_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
+        """DRF's, with the pattern of the field's one plain ``RegexValidator`` only.
+
+        DRF also publishes ``URLValidator``'s case-insensitive pattern (3.15), and the
+        pattern of an inverse or flagged regex, neither of which means what it says
+        without its flags.
+        """
+        before = schema.get("pattern")
+        super().map_field_validators(field, schema)
+        schema.pop("pattern", None)
+        pattern = _regex_of(field)
+        if pattern is not None:
+            schema["pattern"] = pattern
+        elif before is not None:
+            schema["pattern"] = before
+
+
+def _regex_of(field: Any) -> str | None:
+    from django.core.validators import RegexValidator, URLValidator
+
+    for v in field.validators:
+        if isinstance(v, RegexValidator) and not isinstance(v, URLValidator) and not v.inverse_match:
+            regex = re.compile(v.regex)
+            if not regex.flags & ~re.UNICODE:
+                return str(regex.pattern)
+    return None
+
+
+def _blank_values(serializer: Any, schema: dict[str, Any]) -> None:
+    """A field that allows "" skips its validators for it: "" is valid whatever its pattern or format."""
+    target = _object_part(schema)
+    if target is None:
+        return
+    props = target.get("properties") or {}
+    for name, field in serializer.fields.items():
+        sub = props.get(name)
+        if not isinstance(sub, dict):
+            continue
+        if isinstance(field, serializers.Serializer):
+            _blank_values(field, sub)
+        elif getattr(field, "allow_blank", False) and ("pattern" in sub or "format" in sub):
+            kept = {k: v for k, v in sub.items() if k not in ("description", "title")}
+            props[name] = {
+                "anyOf": [kept, {"type": "string", "maxLength": 0}],
+                **{k: v for k, v in sub.items() if k in ("description", "title")},
+            }
 
 
 def _decimal_pattern(field: Any) -> str:
@@ -415,6 +462,7 @@ def serializer_schema(view: Any, path: str, method: str, serializer: Any, mode: 
         inspector = Inspector(mode)
         inspector.view = view
         schema = dict(to_json_schema(inspector.map_serializer(serializer), mode))
+    _blank_values(serializer, schema)
     if mode == "output":
         emitted_nulls(serializer, schema)
     return schema

@@ -94,6 +94,9 @@ class GadgetSerializer(serializers.ModelSerializer):  # type: ignore[misc]
             "publisher_detail", "publisher_url", "tags",
         ]  # fmt: skip
 
+    def validate_colours(self, value: Any) -> list[str]:
+        return sorted(value)  # a set (DRF 3.15) is not JSON, for the model's JSONField
+
     def get_is_cheap(self, obj: Gadget) -> bool:
         return obj.price < 10
 
