@@ -292,3 +292,14 @@ def test_default_annotations_satisfy_the_host_directory_check() -> None:
         "destructiveHint": False,
         "openWorldHint": False,
     }
+
+
+def test_filters_option_keeps_only_the_named_query_parameters() -> None:
+    from django_mcp.contrib.drf import drf_tool
+    from tests.drfbig.views import GadgetViewSet
+
+    everything = drf_tool(GadgetViewSet, action="list", basename="gadget")
+    assert {"status", "price_min", "id__in", "search", "page"} <= set(everything.input_schema["properties"])
+    pruned = drf_tool(GadgetViewSet, action="list", basename="gadget", filters=["status", "search"])
+    assert set(pruned.input_schema["properties"]) == {"status", "search", "page", "page_size"}  # paging stays
+    assert pruned.query_params == ["status", "search", "page", "page_size"]
