@@ -146,13 +146,17 @@ django61: node browser
 	$(TIMED) django61 $(VENV61)/bin/pytest $(DJANGO6X_TESTS) --junitxml=$(JUNIT)/django61.xml
 
 # The task durability tests (kill -9 and SIGTERM of db_worker) run on 6.1's native django.tasks, not again here.
+# This pass also runs the oldest supported django-filter and DRF, without drf-spectacular (DRF tools' schemas then
+# come from DRF's own inspector); 6.1 runs the newest of each, with it.
 VENV60 := .venv-django60
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 django60: node browser
 	test -n "$(PYTHON312)" || (echo "Python 3.12 not found (pyenv install 3.12, or PYTHON312=...)" && exit 1)
 	test -x $(VENV60)/bin/python || $(PYTHON312) -m venv $(VENV60)
 	$(VENV60)/bin/python -m pip install -q --disable-pip-version-check uv
-	$(VENV60)/bin/uv pip install -q --python $(VENV60)/bin/python -e ".[dev]" "django>=6.0,<6.1"
+	$(VENV60)/bin/uv pip install -q --python $(VENV60)/bin/python -e ".[dev]" "django>=6.0,<6.1" \
+		"django-filter>=24.1,<25" "djangorestframework>=3.15,<3.16"
+	$(VENV60)/bin/uv pip uninstall -q --python $(VENV60)/bin/python drf-spectacular
 	$(VENV60)/bin/python -m django --version
 	$(TIMED) django60 $(VENV60)/bin/pytest $(DJANGO6X_TESTS) --junitxml=$(JUNIT)/django60.xml --ignore=tests/test_tasks_live.py
 

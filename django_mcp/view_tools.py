@@ -265,15 +265,18 @@ def _plain(value: Any) -> Any:
 
 
 def default_annotations(method: str) -> dict[str, Any]:
-    """Tool hints implied by the HTTP method (a client may show or confirm accordingly)."""
+    """Tool hints implied by the HTTP method (a client may show or confirm accordingly).
+
+    All three hints host directories want (check ``W042``) are set: a view
+    works on this site's own data, so ``openWorldHint`` is False (pass
+    ``annotations={"openWorldHint": True}`` for a view that reaches other sites).
+    """
     method = method.upper()
     if method in ("GET", "HEAD", "OPTIONS"):
-        return {"readOnlyHint": True, "destructiveHint": False}
-    if method == "DELETE":
-        return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
-    if method == "PUT":
-        return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True}
-    return {"readOnlyHint": False, "destructiveHint": False}
+        return {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+    if method in ("DELETE", "PUT"):
+        return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+    return {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
 
 
 def _view_tools(view: Callable[..., Any], **options: Any) -> list[Tool]:

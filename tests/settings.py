@@ -22,6 +22,7 @@ INSTALLED_APPS = [
     "tests.testapp",
     "tests.promptapp",
     "tests.drfapp",
+    "tests.drfbig",
     "tests.modelapp",
     "tests.uiapp",
 ]

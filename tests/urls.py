@@ -5,4 +5,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("django_mcp.urls")),  # discovery (and the OAuth endpoints, which AUTH "none" leaves unused)
     path("", include("tests.drfapp.urls")),
+    path("", include("tests.drfbig.urls")),
 ]

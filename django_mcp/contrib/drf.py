@@ -15,6 +15,7 @@ Importing this module gives ``MCPServer.register_drf`` its tool maker (``server.
 from __future__ import annotations
 
 import inspect
+import io
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -22,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ImproperlyConfigured
+from django.core.handlers.wsgi import WSGIRequest
 from django.db import models
 from rest_framework import serializers
 from rest_framework.authentication import BaseAuthentication
@@ -32,7 +35,6 @@ from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.schemas.openapi import AutoSchema
 from rest_framework.schemas.utils import get_pk_description
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
@@ -45,7 +47,17 @@ from ..server import hooks
 from ..signature import EMPTY, Parameter, Signature, arguments_model, model_name
 from ..sync import run_sync
 from ..tools import TaskSupport, Tool
-from ..view_tools import CTX, WRITE_METHODS, build_request, default_annotations, error_text, handler, refuse_or_fail
+from ..view_tools import (
+    CTX,
+    WRITE_METHODS,
+    build_request,
+    default_annotations,
+    error_text,
+    handler,
+    refuse_or_fail,
+    request_host,
+)
+from .drf_schema import pagination_parameters, query_parameters, serializer_schema, to_json_schema
 
 STANDARD_ACTIONS = {
     "list": "GET",
@@ -103,38 +115,6 @@ class MCPCallerAuthentication(BaseAuthentication):  # type: ignore[misc]  # DRF 
         return 'Bearer realm="mcp"'
 
 
-def to_json_schema(schema: Any, mode: str) -> Any:
-    """An OpenAPI 3.0 schema from ``AutoSchema`` as JSON Schema 2020-12.
-
-    ``nullable`` becomes a ``"null"`` type; ``mode="input"`` drops read-only
-    properties, ``mode="output"`` write-only ones; OpenAPI-only ``example``s go.
-    """
-    if isinstance(schema, list):
-        return [to_json_schema(s, mode) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in ("nullable", "example", "readOnly", "writeOnly"):
-            continue
-        if key == "properties":
-            skip = "readOnly" if mode == "input" else "writeOnly"
-            props = {name: sub for name, sub in value.items() if not (isinstance(sub, dict) and sub.get(skip))}
-            out[key] = {name: to_json_schema(sub, mode) for name, sub in props.items()}
-        else:
-            out[key] = to_json_schema(value, mode)
-    if "required" in out and "properties" in out:
-        out["required"] = [r for r in out["required"] if r in out["properties"]]
-        if not out["required"]:
-            del out["required"]
-    if schema.get("nullable"):
-        if "type" in out:
-            out["type"] = [out["type"], "null"] if isinstance(out["type"], str) else [*out["type"], "null"]
-        if "enum" in out and None not in out["enum"]:
-            out["enum"] = [*out["enum"], None]
-    return out
-
-
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -169,7 +149,7 @@ class DRFTool(Tool):
         return self._view_fn
 
     def view_instance(self) -> Any:
-        return view_instance(self.view_class, self.action, self.http_method, self._initkwargs())
+        return view_instance(self.view_class, self.action, self.http_method, self._initkwargs(), None)
 
     # -- access -------------------------------------------------------------------------
     async def permits(self, ctx: Context) -> bool:
@@ -238,16 +218,39 @@ class DRFTool(Tool):
         return mcp_types.CallToolResult(content=[text], structured_content=structured)
 
 
-def view_instance(cls: Any, action: str | None, method: str, initkwargs: dict[str, Any]) -> Any:
-    """A view object set up as ``dispatch`` would before a request, for schemas and permission checks."""
+def view_instance(cls: Any, action: str | None, method: str, initkwargs: dict[str, Any], path: str | None = "/") -> Any:
+    """A view object set up as ``dispatch`` would before a request, for schemas and permission checks.
+
+    Its ``request`` is a real DRF ``Request`` of an anonymous GET (no authenticator runs): a
+    ``get_serializer_class``/``get_queryset`` that reads ``self.request.user`` or ``query_params``
+    works while schemas are built. ``path=None``: no request (the caller sets its own).
+    """
     view = cls(**initkwargs)
     if action is not None:
         view.action_map = {method.lower(): action}
         view.action = action
-    view.request = None
     view.args, view.kwargs = (), {}
     view.format_kwarg = None
     view.headers = {}
+    view.request = None
+    if path is None:
+        return view
+    http = WSGIRequest(
+        {
+            "REQUEST_METHOD": "GET",
+            "PATH_INFO": path,
+            "QUERY_STRING": "",
+            "SERVER_NAME": request_host(),
+            "SERVER_PORT": "80",
+            "HTTP_HOST": request_host(),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(b""),
+        }
+    )
+    http.user = AnonymousUser()
+    request = Request(http, parsers=[], authenticators=[], negotiator=view.get_content_negotiator())
+    request.user = AnonymousUser()
+    view.request = request
     return view
 
 
@@ -278,6 +281,17 @@ def _serializer(spec: Any) -> Any:
     if spec is None:
         return None
     return spec() if isinstance(spec, type) else spec
+
+
+def _request_serializer(view: Any) -> Any:
+    """``view.get_serializer()``, as DRF's schema generator calls it (None for a view without one)."""
+    get_serializer = getattr(view, "get_serializer", None)
+    if get_serializer is None:
+        return None
+    try:
+        return get_serializer()
+    except (AssertionError, APIException):  # no serializer_class (a plain APIView or @api_view)
+        return None
 
 
 def _lookup_schema(view: Any, name: str) -> dict[str, Any]:
@@ -313,6 +327,7 @@ def drf_tool(
     check: Check | None = None,
     task: TaskSupport | None = None,
     audit: AuditPolicy = REDACTED,
+    filters: Sequence[str] | None = None,
 ) -> DRFTool:
     """One tool for a DRF view: an ``APIView``, an ``@api_view`` function, or one viewset ``action``.
 
@@ -322,6 +337,8 @@ def drf_tool(
     viewsets and generic detail views get their lookup argument automatically.
     ``task`` ("optional"/"required") runs the view as an MCP task (docs/tasks.md).
     ``audit`` says what the audit log keeps of a call (as for ``@site.tool``).
+    ``filters`` names the query parameters of the filter backends a list tool
+    takes (the others are left out of its schema); None: all of them.
     """
     cls = _view_class(view)
     is_viewset = issubclass(cls, ViewSetMixin)
@@ -343,9 +360,7 @@ def drf_tool(
     # @api_view functions become a class named after the function, which keeps its docstring.
     tool_name = name or (f"{base}_{action}" if is_viewset else _snake(cls.__name__))
 
-    instance = view_instance(cls, action, http_method, initkwargs)
-    inspector = AutoSchema()
-    inspector.view = instance
+    instance = view_instance(cls, action, http_method, initkwargs, path)
     is_list = (action == "list") if is_viewset else (http_method == "GET" and not detail and hasattr(cls, "list"))
 
     properties: dict[str, Any] = {}
@@ -358,25 +373,22 @@ def drf_tool(
         required.append(p)
     query_params: list[str] = []
     if is_list:
-        declared = inspector.get_filter_parameters(path, http_method)
-        declared += inspector.get_pagination_parameters(path, http_method)
-        for param in declared:
-            schema = to_json_schema(dict(param.get("schema") or {}), "input")
-            if param.get("description"):
-                schema["description"] = str(param["description"])
-            properties[param["name"]] = schema
-            query_params.append(param["name"])
-            if param.get("required"):
-                required.append(param["name"])
+        declared = query_parameters(instance, path, http_method, filters)
+        declared += pagination_parameters(instance)
+        for param_name, schema, needed in declared:
+            properties[param_name] = schema
+            query_params.append(param_name)
+            if needed:
+                required.append(param_name)
     if http_method in WRITE_METHODS:
-        serializer = _serializer(input_serializer) or inspector.get_request_serializer(path, http_method)
+        serializer = _serializer(input_serializer) or _request_serializer(instance)
         if serializer is None:
             raise ImproperlyConfigured(
                 f"Tool {tool_name!r}: {cls.__name__} has no serializer for its {http_method} body; pass "
                 "input_serializer=... (rest_framework.serializers.Serializer for no body)"
             )
         if isinstance(serializer, serializers.Serializer):
-            body = to_json_schema(inspector.map_serializer(serializer), "input")
+            body = serializer_schema(instance, path, http_method, serializer, "input")
             for key, sub in body.get("properties", {}).items():
                 if key in properties:
                     raise ImproperlyConfigured(f"Tool {tool_name!r}: {key!r} is both a URL/query and a body argument")
@@ -392,19 +404,19 @@ def drf_tool(
         out = _serializer(output_serializer)
         if out is None and (action is None or action in STANDARD_ACTIONS):
             # An extra @action's serializer_class describes its input; what it returns is unknown.
-            out = inspector.get_response_serializer(path, http_method)
+            out = _request_serializer(instance)
             if out is not None and is_list:
                 out = serializers.ListSerializer(child=out)
         item_schema: Any = None
         if isinstance(out, serializers.ListSerializer):
-            item_schema = {"type": "array", "items": inspector.map_serializer(out.child)}
-            paginator = inspector.get_paginator() if is_list else None
-            if paginator is not None:
-                item_schema = paginator.get_paginated_response_schema(item_schema)
+            child = serializer_schema(instance, path, http_method, out.child, "output")
+            item_schema = {"type": "array", "items": child}
+            paginator_class = getattr(instance, "pagination_class", None) if is_list else None
+            if paginator_class is not None:
+                item_schema = to_json_schema(paginator_class().get_paginated_response_schema(item_schema), "output")
         elif isinstance(out, serializers.Serializer):
-            item_schema = inspector.map_serializer(out)
+            item_schema = serializer_schema(instance, path, http_method, out, "output")
         if item_schema is not None:
-            item_schema = to_json_schema(item_schema, "output")
             if item_schema.get("type") == "object":
                 output_schema = item_schema
             else:
