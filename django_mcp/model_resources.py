@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types
 from django.conf import settings
 from django.contrib.auth import get_permission_codename
-from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.backends import BaseBackend, ModelBackend
 from django.core import signing
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -87,9 +87,25 @@ def _backends(paths: tuple[str, ...]) -> tuple[frozenset[str], bool]:
         except ImportError:
             others.append(path)
             continue
-        if hasattr(backend, "has_perm") and not (isinstance(backend, type) and issubclass(backend, ModelBackend)):
+        if _grants(backend):
             others.append(path)
     return known, known == {GUARDIAN_BACKEND} and not others
+
+
+def _grants(backend: Any) -> bool:
+    """Whether an authentication backend may grant a permission ``ModelBackend``'s global rights do not cover.
+
+    Backends without ``has_perm`` grant nothing (sign-in only), nor do ``BaseBackend`` subclasses that override
+    none of its permission methods (theirs answer from empty sets).
+    """
+    if not hasattr(backend, "has_perm") or (isinstance(backend, type) and issubclass(backend, ModelBackend)):
+        return False
+    if isinstance(backend, type) and issubclass(backend, BaseBackend):
+        return any(getattr(backend, name) is not getattr(BaseBackend, name) for name in _PERMISSION_METHODS)
+    return True
+
+
+_PERMISSION_METHODS = ("has_perm", "get_all_permissions", "get_user_permissions", "get_group_permissions")
 
 
 def object_backends() -> tuple[frozenset[str], bool]:

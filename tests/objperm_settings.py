@@ -1,4 +1,4 @@
-"""The test project with object permissions: ``tests.objpermapp``, django-guardian installed.
+"""The test project with object permissions and a custom user model beside auth.User (``tests.objpermapp``).
 
 ``MCP_OBJPERM_BACKEND`` picks the object-permission backend next to Django's ``ModelBackend``:
 ``guardian`` (default; its tables are installed either way, so both share one migration) or ``rules``.
@@ -16,3 +16,5 @@ AUTHENTICATION_BACKENDS = [
         "rules": "rules.permissions.ObjectPermissionBackend",
     }[os.environ.get("MCP_OBJPERM_BACKEND", "guardian")],
 ]
+AUTHENTICATION_BACKENDS.append("tests.objpermapp.backends.MemberBackend")
+DJANGO_MCP = {**DJANGO_MCP, "BROWSABLE_ENDPOINT": os.environ.get("MCP_BROWSABLE", "staff")}  # noqa: F405

@@ -17,6 +17,8 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from django.contrib.auth.backends import BaseBackend
+from django.test import override_settings
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import LiveServer, server_env, start_server
@@ -170,3 +172,38 @@ def test_a_page_examines_a_bounded_number_of_rows(monkeypatch: pytest.MonkeyPatc
     assert [i["name"] for i in items] == ["Shelf 17", "Shelf 27"] and not done
     items, after, done = resource.page(ctx, after, 10)  # type: ignore[arg-type]
     assert [i["name"] for i in items] == ["Shelf 37"] and done
+
+
+class SignInOnly(BaseBackend):
+    """Signs users in, grants nothing (BaseBackend's permission methods answer from empty sets)."""
+
+
+class TenantBackend(BaseBackend):
+    def has_perm(self, user_obj: Any, perm: str, obj: Any = None) -> bool:
+        return False
+
+
+MODEL = "django.contrib.auth.backends.ModelBackend"
+GUARDIAN = "guardian.backends.ObjectPermissionBackend"
+RULES = "rules.permissions.ObjectPermissionBackend"
+
+
+@pytest.mark.parametrize(
+    "backends, on, guardian_alone",
+    [
+        ([MODEL], False, False),
+        ([MODEL, GUARDIAN], True, True),
+        ([MODEL, GUARDIAN, f"{__name__}.SignInOnly"], True, True),
+        ([MODEL, GUARDIAN, RULES], True, False),
+        ([MODEL, GUARDIAN, f"{__name__}.TenantBackend"], True, False),
+        ([MODEL, RULES], True, False),
+        ([MODEL, f"{__name__}.TenantBackend"], False, False),  # a project's own: object_permissions = True
+    ],
+)
+def test_which_backends_turn_object_permissions_on(backends: list[str], on: bool, guardian_alone: bool) -> None:
+    """Guardian narrows the queryset only where no other backend could grant what its tables do not hold."""
+    from django_mcp.model_resources import object_backends
+
+    with override_settings(AUTHENTICATION_BACKENDS=backends):
+        known, alone = object_backends()
+    assert (bool(known), alone) == (on, guardian_alone)

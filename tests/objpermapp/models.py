@@ -6,6 +6,7 @@ from typing import Any
 
 import rules
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 
 
@@ -79,3 +80,18 @@ class Gadget(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Member(AbstractBaseUser):
+    """A project's own user model, as large projects have: no ``is_staff``, no ``is_superuser``, no groups."""
+
+    username = models.CharField(max_length=50, unique=True)
+    is_active = models.BooleanField(default=True)
+
+    USERNAME_FIELD = "username"
+
+    def has_perm(self, perm: str, obj: Any = None) -> bool:
+        return False
+
+    def has_module_perms(self, app_label: str) -> bool:
+        return False
