@@ -273,6 +273,7 @@ print(session.session_key)
 """
 
 
+@pytest.mark.version_independent
 @pytest.mark.parametrize("who", ["staff", "superuser"])
 def test_a_user_model_without_staff_flags_is_refused_not_a_500(tmp_path: Any, who: str) -> None:
     """A project's own user model (no ``is_staff``/``is_superuser``), signed in: 403, as any non-staff user."""

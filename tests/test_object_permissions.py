@@ -70,6 +70,7 @@ async def ledgers_listed(c: Any) -> set[str]:
     return {r.uri for r in await all_resources(c) if r.uri.startswith("django://objpermapp/ledger/")}
 
 
+@pytest.mark.version_independent  # through the network: this package's logic, on any Django
 @pytest.mark.parametrize("me, them", [("alice", "bob"), ("bob", "alice")])
 async def test_each_user_reaches_only_their_granted_objects(live: Any, me: str, them: str) -> None:
     """Lists, reads, completions, subscriptions and the show tool: the other tenant's ledgers do not exist."""
@@ -116,6 +117,7 @@ async def test_each_user_reaches_only_their_granted_objects(live: Any, me: str, 
         assert unknown.content[0].text == "No ledger with {'pk': '999999'}"  # type: ignore[union-attr]
 
 
+@pytest.mark.version_independent  # through the network: this package's logic, on any Django
 async def test_global_permission_sees_all_and_no_grant_sees_nothing(live: Any) -> None:
     server, pks = live
     everything = {ledger(pk) for pk in pks["alice"] + pks["bob"]}
@@ -134,6 +136,7 @@ async def test_global_permission_sees_all_and_no_grant_sees_nothing(live: Any) -
                 await dave.complete(REF, {"name": "pk", "value": ""})
 
 
+@pytest.mark.version_independent  # through the network: this package's logic, on any Django
 async def test_non_json_field_values(live: Any) -> None:
     """A custom field's value is its string form; one without any is a precise error naming the field."""
     server, pks = live
