@@ -99,11 +99,12 @@ async def page(request: HttpRequest, server: MCPServer) -> HttpResponse:
 
 
 def allowed(user: Any) -> bool:
+    """Active staff (or superusers). A custom user model without these flags has neither: refused, never a 500."""
     if not getattr(user, "is_active", False):
         return False
     if mcp_settings.BROWSABLE_ENDPOINT == "superuser":
-        return bool(user.is_superuser)
-    return bool(user.is_staff)
+        return bool(getattr(user, "is_superuser", False))
+    return bool(getattr(user, "is_staff", False))
 
 
 async def _user(request: HttpRequest) -> Any:

@@ -12,32 +12,40 @@ model objects into ``resources/list`` (``server.hooks``): the server imports no 
 Who sees what: the template is visible to callers for whom ``has_permission(ctx)``
 holds (by default Django's ``view_<model>`` permission); each object must pass
 ``get_queryset(ctx)`` and ``has_permission(ctx, obj)``. An object that fails
-either is reported exactly like one that does not exist.
+either is reported exactly like one that does not exist. With object permissions
+(``object_permissions``; on by itself when django-guardian's or django-rules' backend is
+configured) the model-level answer of a backend no longer opens every object: each must be
+granted (``has_perm(perm, obj)``), or the queryset narrowed to the grants (django-guardian).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
+import logging
 import mimetypes
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import mcp_types
+from django.conf import settings
 from django.contrib.auth import get_permission_codename
+from django.contrib.auth.backends import BaseBackend, ModelBackend
 from django.core import signing
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import ForeignObjectRel, Q, QuerySet
+from django.utils.module_loading import import_string
 from django.utils.text import capfirst
 
 from . import model_signals, project_middleware
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import Context
-from .exceptions import InvalidParams, ResourceNotFound, ToolError
+from .exceptions import InvalidParams, MCPError, ResourceNotFound, ToolError
 from .protocol.uri_template import URITemplate
 from .resources import ResourceTemplate
 from .server import MCPServer, hooks
@@ -49,7 +57,65 @@ if TYPE_CHECKING:
     from .engine import Exchange
 
 MAX_COMPLETIONS = 100
+#: Rows a page of ``resources/list`` examines at most when each object is asked ``has_permission``: a caller
+#: who may see few objects of a large table gets short pages (and a cursor), not one request scanning it all.
+MAX_SCAN = 1000
 _CURSOR_SALT = "django_mcp.resources.cursor"
+GUARDIAN_BACKEND = "guardian.backends.ObjectPermissionBackend"
+#: Backends known to answer per object: their presence turns ``object_permissions`` on by default.
+OBJECT_BACKENDS = frozenset({GUARDIAN_BACKEND, "rules.permissions.ObjectPermissionBackend"})
+#: JSON types ``serialize`` passes on without trying to encode them first.
+_PLAIN = (str, int, float, bool, type(None))
+
+logger = logging.getLogger("django_mcp")
+
+
+@functools.lru_cache(maxsize=8)
+def _backends(paths: tuple[str, ...]) -> tuple[frozenset[str], bool]:
+    """The configured backends known to answer per object, and whether django-guardian's alone does.
+
+    Guardian alone: every backend that answers ``has_perm`` is Django's ``ModelBackend`` (global rights, which
+    ``has_global_permission`` counts) or guardian's, so ``get_objects_for_user`` is exactly what may be seen.
+    """
+    known = frozenset(p for p in paths if p in OBJECT_BACKENDS)
+    others = []
+    for path in paths:
+        if path in OBJECT_BACKENDS:
+            continue
+        try:
+            backend = import_string(path)
+        except ImportError:
+            others.append(path)
+            continue
+        if _grants(backend):
+            others.append(path)
+    return known, known == {GUARDIAN_BACKEND} and not others
+
+
+def _grants(backend: Any) -> bool:
+    """Whether an authentication backend may grant a permission ``ModelBackend``'s global rights do not cover.
+
+    Backends without ``has_perm`` grant nothing (sign-in only), nor do ``BaseBackend`` subclasses that override
+    none of its permission methods (theirs answer from empty sets).
+    """
+    if not hasattr(backend, "has_perm") or (isinstance(backend, type) and issubclass(backend, ModelBackend)):
+        return False
+    if isinstance(backend, type) and issubclass(backend, BaseBackend):
+        return any(getattr(backend, name) is not getattr(BaseBackend, name) for name in _PERMISSION_METHODS)
+    return True
+
+
+_PERMISSION_METHODS = ("has_perm", "get_all_permissions", "get_user_permissions", "get_group_permissions")
+
+
+def object_backends() -> tuple[frozenset[str], bool]:
+    return _backends(tuple(settings.AUTHENTICATION_BACKENDS))
+
+
+class UnserializableField(MCPError):
+    """A field whose value is neither JSON nor has a string form: named, so the declaration can be fixed."""
+
+    default_message = "A field cannot be serialized"
 
 
 class ModelResource:
@@ -82,6 +148,13 @@ class ModelResource:
     scopes: Sequence[str] = ()
     permissions: Sequence[str] = ()
     check: Check | None = None
+    #: Object permissions: ``None`` (default) turns them on when django-guardian's or django-rules' backend is
+    #: in ``AUTHENTICATION_BACKENDS``; ``True`` for a project's own backend. On, a caller's model-level
+    #: ``has_perm("<app>.view_<model>")`` no longer opens every object (such backends answer it "for some"):
+    #: only a global grant does (a superuser, or the permission among ``user.get_all_permissions()``: Django's
+    #: ``ModelBackend``); otherwise each object must pass ``has_perm(perm, obj)``. With guardian the only
+    #: per-object backend, reads, lists and completions query the grants (``get_objects_for_user``) instead.
+    object_permissions: bool | None = None
     #: An MCP App for one object (a template name or a ``django_mcp.ui.UI``): the server gets a read-only tool
     #: ``show_<name>`` (``ui_tool``) taking the URI template's variables, whose result (the object as a read
     #: serializes it) hosts show with that template. The tool sees exactly what a read of the object would.
@@ -142,12 +215,65 @@ class ModelResource:
         return qs
 
     def has_permission(self, ctx: Context, obj: models.Model | None = None) -> bool:
-        """Django's ``view_<model>`` permission; with ``obj``, object permissions (e.g. django-guardian) count too."""
-        perm = f"{self.opts.app_label}.{get_permission_codename('view', self.opts)}"
+        """Django's ``view_<model>`` permission: without ``obj``, whether the template is shown; with it, the object.
+
+        Without object permissions the model-level permission opens every object (and an object
+        permission one object). With them, a global grant opens every object and otherwise each
+        object must be granted; the template shows when the caller may see some object.
+        """
+        perm = self.view_permission()
         user: Any = ctx.user
-        if user.has_perm(perm):
+        if not self.uses_object_permissions():
+            if user.has_perm(perm):
+                return True
+            return obj is not None and bool(user.has_perm(perm, obj))
+        if self.has_global_permission(ctx):
             return True
-        return obj is not None and bool(user.has_perm(perm, obj))
+        if obj is not None:
+            return bool(user.has_perm(perm, obj))
+        if user.has_perm(perm):  # such a backend's "for some objects"
+            return True
+        return object_backends()[1] and self.permitted(ctx, self.get_queryset(ctx)).exists()
+
+    def view_permission(self) -> str:
+        return f"{self.opts.app_label}.{get_permission_codename('view', self.opts)}"
+
+    def uses_object_permissions(self) -> bool:
+        if self.object_permissions is not None:
+            return self.object_permissions
+        return bool(object_backends()[0])
+
+    def has_global_permission(self, ctx: Context) -> bool:
+        """Whether the caller may see every object: an active superuser, or the permission granted for the model.
+
+        ``get_all_permissions()`` without an object is what backends grant model-wide (Django's ``ModelBackend``
+        and its subclasses); object backends list nothing there. A custom user model without
+        ``PermissionsMixin`` has neither attribute: no global grant.
+        """
+        user: Any = ctx.user
+        if not getattr(user, "is_active", False):
+            return False
+        if getattr(user, "is_superuser", False):
+            return True
+        every = getattr(user, "get_all_permissions", None)
+        return every is not None and self.view_permission() in every()
+
+    def permitted(self, ctx: Context, qs: QuerySet[Any]) -> QuerySet[Any]:
+        """``qs`` narrowed to the caller's object permissions where one query can say (django-guardian alone)."""
+        if not self.uses_object_permissions() or not object_backends()[1] or self.has_global_permission(ctx):
+            return qs
+        from guardian.shortcuts import get_objects_for_user  # reason: optional dependency (django-guardian)
+
+        narrowed: QuerySet[Any] = get_objects_for_user(
+            ctx.user, self.view_permission(), klass=qs, with_superuser=False, accept_global_perms=False
+        )
+        return narrowed
+
+    def every_object_permitted(self, ctx: Context) -> bool:
+        """Whether each object of ``queryset(ctx)`` may be seen, so lists need not ask ``has_permission`` per object."""
+        if not self.uses_object_permissions():
+            return bool(self.has_permission(ctx))
+        return self.has_global_permission(ctx) or object_backends()[1]
 
     def serialize(self, obj: models.Model, ctx: Context) -> Any:
         """The JSON-ready data for ``obj``: the DRF serializer's, or one value per declared field."""
@@ -165,8 +291,38 @@ class ModelResource:
             elif isinstance(f, models.FileField):
                 data[f.name] = self.file_link(obj, f.name)
             else:
-                data[f.name] = f.value_from_object(obj)
+                data[f.name] = self.field_value(obj, f)
         return data
+
+    def field_value(self, obj: models.Model, field: Any) -> Any:
+        """The field's value when JSON can carry it, else its string form (``value_to_string``).
+
+        A custom field's Python value (an address, a geometry, a money amount...) becomes its text, as in
+        Django's serializers; one without a string form is an error naming the field.
+        """
+        value = field.value_from_object(obj)
+        if isinstance(value, _PLAIN):
+            return value
+        try:
+            json.dumps(value, cls=self._encoder())
+            return value
+        except (TypeError, ValueError):
+            pass
+        try:
+            return str(field.value_to_string(obj))
+        except Exception as exc:  # noqa: BLE001 - any __str__ may raise: named below, never a bare -32603
+            logger.error(
+                "ModelResource %s: field %r of %s has no JSON or string form: %r",
+                type(self).__name__,
+                field.name,
+                self.opts.label,
+                exc,
+            )
+            raise UnserializableField(
+                f"Field {field.name!r} of {self.opts.label} cannot be serialized: its value ({type(value).__name__}) "
+                "is not JSON and has no string form",
+                {"field": field.name, "model": self.opts.label},
+            ) from None
 
     def object_name(self, obj: models.Model) -> str:
         return str(obj)
@@ -270,7 +426,7 @@ class ModelResource:
     # -- queries (sync) ----------------------------------------------------------------
     def queryset(self, ctx: Context) -> QuerySet[Any]:
         """``get_queryset(ctx)`` with the declared ``select_related``/``prefetch_related``."""
-        qs = self.get_queryset(ctx)
+        qs = self.permitted(ctx, self.get_queryset(ctx))
         if self.select_related:
             qs = qs.select_related(*self.select_related)
         if self.prefetch_related:
@@ -319,10 +475,12 @@ class ModelResource:
                 raise InvalidParams("Invalid cursor") from None
         items: list[dict[str, Any]] = []
         qs = self.queryset(ctx).order_by("pk")
-        model_level = self.has_permission(ctx)
-        while len(items) < limit:
-            want = limit - len(items)
+        model_level = self.every_object_permitted(ctx)
+        scanned = 0
+        while len(items) < limit and scanned < MAX_SCAN:
+            want = min(limit - len(items), MAX_SCAN - scanned)
             chunk = list((qs.filter(pk__gt=after) if after is not None else qs)[:want])
+            scanned += len(chunk)
             for obj in chunk:
                 if model_level or self.has_permission(ctx, obj):
                     items.append(self.list_entry(obj))
@@ -358,8 +516,9 @@ class ModelResource:
         seen: set[str] = set()
         extra = 0
         scanned = list(qs.order_by("pk")[: MAX_COMPLETIONS * 2])
+        every = self.uses_object_permissions() and self.every_object_permitted(ctx)
         for obj in scanned:
-            if not self.has_permission(ctx, obj):
+            if not every and not self.has_permission(ctx, obj):
                 continue
             v = str(getattr(obj, lookup))
             if v in seen:

@@ -289,3 +289,47 @@ def test_the_form_starts_from_valid_arguments() -> None:
             assert not errors, (tool.name, example(schema), [e.message for e in errors])
             checked += 1
     assert checked > 20
+
+
+# -- a custom user model without is_staff / is_superuser, through a live server ---------------------------------
+MEMBER_SESSION = """
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+from tests.objpermapp.models import Member
+
+member = Member.objects.create(username="margo")
+member.set_password("pw")
+member.save()
+session = SessionStore()
+session.update({
+    SESSION_KEY: str(member.pk),
+    BACKEND_SESSION_KEY: "tests.objpermapp.backends.MemberBackend",
+    HASH_SESSION_KEY: member.get_session_auth_hash(),
+})
+session.create()
+print(session.session_key)
+"""
+
+
+@pytest.mark.version_independent
+@pytest.mark.parametrize("who", ["staff", "superuser"])
+def test_a_user_model_without_staff_flags_is_refused_not_a_500(tmp_path: Any, who: str) -> None:
+    """A project's own user model (no ``is_staff``/``is_superuser``), signed in: 403, as any non-staff user."""
+    import httpx
+
+    from tests.conftest import server_env, start_server
+
+    env = server_env(tmp_path, settings="tests.objperm_settings", MCP_BROWSABLE=who)
+    server = start_server(env, tmp_path / "daphne.log")
+    try:
+        key = server.manage("shell", "-c", MEMBER_SESSION).split()[-1]
+        cookies = {settings.SESSION_COOKIE_NAME: key}
+        page = httpx.get(server.url, headers={"Accept": "text/html"}, cookies=cookies, timeout=30)
+        assert page.status_code == 403, page.text[:500]
+        assert page.text == f"The browsable endpoint is for {who if who == 'staff' else 'superusers'} only."
+        form = httpx.post(server.url, data={"action": "tools/call", "name": "echo"}, cookies=cookies, timeout=30)
+        assert form.status_code == 403
+    finally:
+        server.stop()
+    log = (tmp_path / "daphne.log").read_text(errors="replace")
+    assert "Traceback" not in log and " 500 " not in log, log

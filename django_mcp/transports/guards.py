@@ -17,7 +17,7 @@ from typing import Any
 from ..auth.bearer import authenticate_scope
 from ..conf import mcp_settings
 from ..protocol import jsonrpc
-from ..unavailable import unavailable
+from ..unavailable import DatabaseNotMigrated, unavailable
 from .base import JSON_CT, SSE_CT, HTTPError
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
 
@@ -84,7 +84,7 @@ def failure(exc: Exception) -> HTTPError:
     """What an unexpected exception answers: 503 + ``Retry-After`` for an unavailable backend, else 500."""
     retry = unavailable(exc)  # the database, the layer or a pool: 503 + Retry-After, not a 500
     if retry is not None:
-        if exc is retry:
+        if exc is retry and not isinstance(exc, DatabaseNotMigrated):  # that one was logged once, where it was found
             logger.warning("MCP endpoint: %s", exc)
         return HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
     logger.exception("MCP endpoint failed")
