@@ -43,6 +43,7 @@ from .. import project_middleware
 from ..access import Check
 from ..auditing import REDACTED, AuditPolicy
 from ..context import Context
+from ..project_middleware import request_host
 from ..server import hooks
 from ..signature import EMPTY, Parameter, Signature, arguments_model, model_name
 from ..sync import run_sync
@@ -55,7 +56,6 @@ from ..view_tools import (
     error_text,
     handler,
     refuse_or_fail,
-    request_host,
 )
 from .drf_schema import pagination_parameters, query_parameters, serializer_schema, to_json_schema
 
