@@ -327,7 +327,13 @@ def test_a_user_model_without_staff_flags_is_refused_not_a_500(tmp_path: Any, wh
         page = httpx.get(server.url, headers={"Accept": "text/html"}, cookies=cookies, timeout=30)
         assert page.status_code == 403, page.text[:500]
         assert page.text == f"The browsable endpoint is for {who if who == 'staff' else 'superusers'} only."
-        form = httpx.post(server.url, data={"action": "tools/call", "name": "echo"}, cookies=cookies, timeout=30)
+        form = httpx.post(  # a browser's form submission: it accepts HTML
+            server.url,
+            data={"action": "tools/call", "name": "echo"},
+            headers={"Accept": "text/html"},
+            cookies=cookies,
+            timeout=30,
+        )
         assert form.status_code == 403
     finally:
         server.stop()
