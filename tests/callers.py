@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp import Client
@@ -20,6 +22,14 @@ def client(url: str, mode: str, user: str | None = None, **extra: Any) -> Client
         kwargs["cache"] = None
     kwargs.update(extra)
     return Client(streamable_http_client(url, http_client=http), **kwargs)
+
+
+@asynccontextmanager
+async def bearer_client(url: str, token: str, mode: str = "legacy") -> AsyncIterator[Client]:
+    """The official SDK client, connected to ``url`` with ``token`` as its bearer token."""
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
+    async with Client(streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=30) as c:
+        yield c
 
 
 def unique(prefix: str) -> str:

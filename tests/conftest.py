@@ -159,6 +159,17 @@ class LiveServer:
         stop_process(self.process)
 
 
+@contextlib.contextmanager
+def served_cleanly(log: Path) -> Iterator[None]:
+    """Fail if the server writing ``log`` answered 500 or logged a traceback while the block ran."""
+    start = log.stat().st_size
+    yield
+    with log.open("rb") as f:
+        f.seek(start)
+        text = f.read().decode(errors="replace")
+    assert " 500 " not in text and "Traceback" not in text, text
+
+
 def clear_cache(alias: str = "default") -> None:
     """Empty a cache of this test's keys. On Redis only the keys under its ``KEY_PREFIX``: ``cache.clear()``
     is ``FLUSHDB``, which would take every xdist worker's rate counters and stream events with it."""

@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from tests.callers import bearer_client
 from tests.conftest import ROOT, start_task_worker
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
 from tests.test_browser_oauth import need_chromium
@@ -83,10 +84,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[OAuthSer
 @asynccontextmanager
 async def connect(example: tuple[OAuthServer, dict[str, str]], who: str) -> AsyncIterator[Client]:
     server, tokens = example
-    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens[who]}"})
-    async with Client(
-        streamable_http_client(server.url, http_client=http), mode="legacy", read_timeout_seconds=30
-    ) as c:
+    async with bearer_client(server.url, tokens[who]) as c:
         yield c
 
 

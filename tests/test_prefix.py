@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.conftest import served_cleanly as conftest_served_cleanly
 from tests.conftest import server_env
 from tests.oauth.kit import (
     INIT,
@@ -60,13 +61,8 @@ def prefixed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 @pytest.fixture
 def served_cleanly(prefixed: OAuthServer) -> Iterator[None]:
     """The test fails if the server answered 500 or logged a traceback meanwhile."""
-    log = prefixed.live.log
-    start = log.stat().st_size
-    yield
-    with log.open("rb") as f:
-        f.seek(start)
-        text = f.read().decode(errors="replace")
-    assert " 500 " not in text and "Traceback" not in text, text
+    with conftest_served_cleanly(prefixed.live.log):
+        yield
 
 
 async def test_sdk_client_connects_with_only_the_prefixed_endpoint(prefixed: OAuthServer, served_cleanly: None) -> None:

@@ -19,11 +19,9 @@ import pytest
 from django.core.checks import Error
 from django.test import override_settings
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from django_mcp import project_middleware
-from tests.callers import text, unique
+from tests.callers import bearer_client, text, unique
 from tests.conftest import LiveServer, server_env, start_server
 from tests.oauth.kit import PASSWORD, SETUP
 from tests.wsgi_server import start_wsgi_server
@@ -62,10 +60,7 @@ def project(
 @asynccontextmanager
 async def connect(project: tuple[LiveServer, dict[str, str]], who: str) -> AsyncIterator[Client]:
     server, tokens = project
-    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens[who]}"})
-    async with Client(
-        streamable_http_client(server.url, http_client=http), mode="legacy", read_timeout_seconds=30
-    ) as c:
+    async with bearer_client(server.url, tokens[who]) as c:
         yield c
 
 
