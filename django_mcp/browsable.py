@@ -198,10 +198,10 @@ async def _submit(request: HttpRequest, server: MCPServer, user: Any) -> tuple[d
         params = {"uri": request.POST.get("uri", "")}
     else:
         params = {"name": request.POST.get("name", "")}
-        try:
-            arguments = json.loads(request.POST.get("arguments") or "{}")
-        except ValueError as exc:
-            arguments, problem = None, f"The arguments are not JSON: {exc}"
+        try:  # the endpoint's own parser: strict JSON, a nesting limit (json.loads overflowed the stack: a 500)
+            arguments = jsonrpc.loads(request.POST.get("arguments") or "{}")
+        except ProtocolError as exc:
+            arguments, problem = None, f"The arguments are not JSON: {exc.data or exc.message}"
         if problem is None and not isinstance(arguments, dict):
             problem = "The arguments must be a JSON object"
         params["arguments"] = arguments

@@ -218,6 +218,8 @@ def test_bad_input_is_a_precise_error_never_a_500() -> None:
         ({"action": "tools/call", "name": "echo", "arguments": "{not json"}, -32602),
         ({"action": "tools/call", "name": "echo", "arguments": "[1]"}, -32602),
         ({"action": "tools/delete", "name": "echo"}, -32602),
+        ({"action": "tools/call", "name": "echo", "arguments": '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"}, -32602),
+        ({"action": "tools/call", "name": "echo", "arguments": '{"text": NaN}'}, -32602),
     ):
         shown = post(ops, token, **fields)
         assert shown.status_code == 400, fields
