@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from .audit_admin import calls_url, usage_url
+from .auditing import FULL, HIDDEN, REDACTED
 from .auth_clients import (
     disable_clients,
     enable_clients,
@@ -31,8 +32,11 @@ from .auth_clients import (
 )
 from .auth_clients import last_use as client_last_use
 from .checks import project_servers
+from .conf import mcp_settings
 from .models import InitialAccessToken, MCPClient, MCPSession, MCPSwitch, MCPTask, MCPTaskWorker
-from .operations import switches
+from .operations import redaction, switches
+from .server import servers as task_servers
+from .server import site
 from .sessions import end_sessions_sync
 from .tasks import beat as task_beat
 from .tasks import store
@@ -178,13 +182,21 @@ class MCPTaskWorkerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
 
+def _task_tool(task: MCPTask) -> Any:
+    """The tool a task runs, on the server it was started on (None when no longer registered)."""
+    server = task_servers.get(task.server) if task.server else site
+    return server.tools.get(task.tool) if server is not None else None
+
+
 @admin.register(MCPTask)
 class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Task-augmented tool calls: who started what, where it stands, how long it took.
 
     Everything is read-only: tasks change only through the protocol, their worker, or the
-    cancel action here. A task's result or error can carry the caller's data, so it is
-    shown only to staff with the ``view_mcptask_result`` permission.
+    cancel action here. A task's arguments, the questions it asked and their answers, its
+    result and its error carry the caller's data, so they are shown only to staff with the
+    ``view_mcptask_result`` permission, and the arguments masked as the audit log masks them
+    (``AUDIT_SENSITIVE_KEYS``, the tool's ``audit=`` policy).
     """
 
     list_display = (
@@ -205,12 +217,11 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     date_hierarchy = "created"
     actions = ["cancel_tasks"]
     sections: tuple[tuple[Any, tuple[str, ...]], ...] = (
-        (None, ("id", "server", "tool", "arguments_json", "status", "status_message", "cancel_requested")),
+        (None, ("id", "server", "tool", "status", "status_message", "cancel_requested")),
         (
             _("Caller"),
             ("user", "oauth_client", "scopes", "oauth_token", "session_prefix", "protocol_version", "client", "locale"),
         ),
-        (_("Input"), ("input_requests_json", "answers_json")),
         (
             _("Timings"),
             ("created", "started", "heartbeat", "finished", "updated", "expires", "duration", "attempts", "ttl_ms"),
@@ -218,7 +229,12 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         (_("Worker"), ("poll_interval_ms", "backend_id")),
     )
     base_fields = tuple(name for _title, names in sections for name in names)
-    result_fields = ("result_json", "error_json")
+    #: Shown with ``view_mcptask_result`` only: what the caller sent, was asked, answered and got back.
+    payload_sections: tuple[tuple[Any, tuple[str, ...]], ...] = (
+        (_("Arguments and input"), ("arguments_json", "input_requests_json", "answers_json")),
+        (_("Outcome"), ("result_json", "error_json")),
+    )
+    result_fields = tuple(name for _title, names in payload_sections for name in names)
 
     @admin.display(description=_("task"), ordering="id")
     def short_id(self, obj: MCPTask) -> str:
@@ -242,7 +258,11 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description=_("arguments"))
     def arguments_json(self, obj: MCPTask) -> str:
-        return _json(obj.arguments)
+        policy = getattr(_task_tool(obj), "audit", REDACTED)
+        if policy in (HIDDEN, False):
+            return str(_("(not shown: the tool's audit policy keeps its arguments out of records)"))
+        sensitive = None if policy == FULL else redaction.pattern(mcp_settings.AUDIT_SENSITIVE_KEYS)
+        return _json(redaction.redact(obj.arguments, sensitive))
 
     @admin.display(description=_("input requests"))
     def input_requests_json(self, obj: MCPTask) -> str:
@@ -268,7 +288,7 @@ class MCPTaskAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets: list[tuple[Any, dict[str, Any]]] = [(title, {"fields": names}) for title, names in self.sections]
         if request.user.has_perm(RESULT_PERMISSION):
-            fieldsets.insert(1, (_("Outcome"), {"fields": self.result_fields}))
+            fieldsets[1:1] = [(title, {"fields": names}) for title, names in self.payload_sections]
         return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

@@ -162,6 +162,23 @@ def test_results_and_errors_need_their_permission(tasks: dict[str, MCPTask]) -> 
     assert SECRET_RESULT not in get(plain, CHANGELIST) and SECRET_ERROR not in get(plain, CHANGELIST)
 
 
+def test_arguments_and_answers_need_the_permission_and_are_masked_as_in_the_audit_log() -> None:
+    """A task's arguments are the caller's data, as its result is: hidden without ``view_mcptask_result``,
+    and with it masked as the audit log masks them (``AUDIT_SENSITIVE_KEYS``)."""
+    from django_mcp.operations.redaction import SUBSTITUTE
+
+    task = make_task(
+        MCPTask.INPUT_REQUIRED,
+        arguments={"year": 1999, "api_key": "sk-live-123", "nested": {"password": "hunter2"}},
+        answers={"q1": {"action": "accept", "content": {"name": "Ann Secretname"}}},
+    )
+    plain = get(staff_client("viewer", "view_mcptask"), detail(task))
+    assert task.tool in plain and "1999" not in plain and "Secretname" not in plain and "sk-live" not in plain
+    allowed = get(staff_client("auditor", "view_mcptask", "view_mcptask_result"), detail(task))
+    assert "1999" in allowed and "Secretname" in allowed and SUBSTITUTE in allowed
+    assert "sk-live-123" not in allowed and "hunter2" not in allowed
+
+
 def cancel(client: Client, *rows: MCPTask) -> Any:
     data = {"action": "cancel_tasks", ACTION_CHECKBOX_NAME: [r.pk for r in rows]}
     return client.post(CHANGELIST, data, follow=True)
