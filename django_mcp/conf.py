@@ -121,6 +121,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     AUDIT_BATCH_SIZE: int
     AUDIT_BUFFER_SIZE: int
     AUDIT_SENSITIVE_KEYS: str
+    AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
 
@@ -253,6 +254,10 @@ def _optional_seconds(id: str, *, default: float | None) -> Setting:
 RATE_LIMIT_KEYS = ("user", "client", "tool", "anonymous")
 #: ``TASK_LIMITS`` keys: tasks at once (an int) and tasks created per period (a rate), per user and per client.
 TASK_LIMIT_KEYS = ("active_per_user", "active_per_client", "created_per_user", "created_per_client")
+
+#: Django's ``SafeExceptionReporterFilter.hidden_settings`` words, and those of one-time codes, sessions and
+#: credentials (``pwd``, ``otp``, ``sessionid``, ``credentials``): searched in each key, case-insensitive.
+DEFAULT_SENSITIVE_KEYS = "API|AUTH|TOKEN|KEY|SECRET|PASS|PWD|SIGNATURE|COOKIE|CREDENTIAL|OTP|SESSION"
 
 #: The built-in middleware, in its default order (``MIDDLEWARE``): each is a feature of docs/operations.md.
 DEFAULT_MIDDLEWARE: tuple[str, ...] = (
@@ -561,7 +566,16 @@ SETTINGS: dict[str, Setting] = {
         "a regular expression (a non-empty string that compiles)",
         (str,),
         _regex,
-        default="API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|COOKIE",
+        default=DEFAULT_SENSITIVE_KEYS,
+    ),
+    # Bytes of a record's arguments (and of a "full" record's result) kept at most, as JSON text; beyond it the
+    # record holds {"truncated": true, "bytes": …, "preview": …}. None: no bound.
+    "AUDIT_MAX_PAYLOAD_BYTES": Setting(
+        "django_mcp.E240",
+        "None, or an int >= 1024",
+        (type(None), int),
+        lambda v: v is None or v >= 1024,
+        default=65_536,
     ),
     # -- What people see (docs/discovery.md, docs/browsable.md) --
     # The Server Card at <ENDPOINT>server-card and the AI Catalog at /.well-known/ai-catalog.json (the
@@ -678,6 +692,7 @@ class MCPSettings:
     AUDIT_BATCH_SIZE: int
     AUDIT_BUFFER_SIZE: int
     AUDIT_SENSITIVE_KEYS: str
+    AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
 

@@ -246,6 +246,49 @@ def test_sensitive_keys_are_masked_at_every_depth_and_the_record_is_what_the_cli
 
 
 @pytest.mark.django_db
+def test_the_words_and_pairs_of_forms_and_headers_are_masked_too() -> None:
+    """pwd, otp, sessionid, credentials; ``{"name": ..., "value": ...}`` and ``[name, value]`` pairs."""
+    arguments = {
+        "query": "q",
+        "options": {
+            "pwd": "p1",
+            "otp": "123456",
+            "sessionid": "s1",
+            "credentials": {"user": "u", "secret": "c1"},
+            "fields": [{"name": "Password", "value": "p2"}, {"name": "title", "value": "kept"}],
+            "headers": [["X-Api-Token", "t1"], ["Accept", "text/html"]],
+        },
+    }
+    with audited():
+        call(MCPTestClient(server), "search", arguments)
+    (tool,) = records()
+    assert tool.arguments == {
+        "query": "q",
+        "options": {
+            "pwd": SUBSTITUTE,
+            "otp": SUBSTITUTE,
+            "sessionid": SUBSTITUTE,
+            "credentials": SUBSTITUTE,
+            "fields": [{"name": "Password", "value": SUBSTITUTE}, {"name": "title", "value": "kept"}],
+            "headers": [["X-Api-Token", SUBSTITUTE], ["Accept", "text/html"]],
+        },
+    }
+
+
+@pytest.mark.django_db
+def test_a_record_keeps_a_bounded_part_of_a_huge_argument_and_says_so() -> None:
+    big = "x" * 3_000_000
+    with audited(AUDIT_MAX_PAYLOAD_BYTES=4096):
+        call(MCPTestClient(server), "search", {"query": big})
+        call(MCPTestClient(server), "search", {"query": "small"})
+    huge, small = records()
+    assert huge.arguments["truncated"] is True and huge.arguments["bytes"] > 3_000_000
+    assert huge.arguments["preview"].startswith('{"query":"xxx') and len(huge.arguments["preview"]) <= 4096
+    assert small.arguments == {"query": "small"}
+    assert huge.request_bytes > 3_000_000  # the record still says how big the request was
+
+
+@pytest.mark.django_db
 def test_the_sensitive_keys_are_a_setting() -> None:
     with audited(AUDIT_SENSITIVE_KEYS=r"^query$"):
         call(MCPTestClient(server), "search", {"query": "private", "options": {"token": "visible now"}})

@@ -177,6 +177,7 @@ BAD: dict[str, list[Any]] = {
     "AUDIT_BATCH_SIZE": [500.0, 0],
     "AUDIT_BUFFER_SIZE": ["10000", 0],
     "AUDIT_SENSITIVE_KEYS": [None, "", "(unclosed", ["TOKEN"]],
+    "AUDIT_MAX_PAYLOAD_BYTES": [0, 1023, "64k", True],
     "SERVER_CARD": [None, "on", {"tools": []}],
     "BROWSABLE_ENDPOINT": [True, "everyone", None],
     "AUTHENTICATION_CLASSES": [
@@ -222,6 +223,7 @@ GOOD: dict[str, list[Any]] = {
     "AUDIT_RETENTION": [3600, 0.5],
     "AUDIT_FLUSH_INTERVAL": [2, 0.05],
     "AUDIT_SENSITIVE_KEYS": ["password|token", r"^(ssn|iban)$"],
+    "AUDIT_MAX_PAYLOAD_BYTES": [None, 1024, 1_000_000],
     "SERVER_CARD": [False, {}, {"name": "com.example/library", "description": "Books", "icons": []}],
     "BROWSABLE_ENDPOINT": [False, "superuser"],
     "AUTHENTICATION_CLASSES": [[], ("rest_framework.authentication.TokenAuthentication",)],

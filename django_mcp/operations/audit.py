@@ -427,6 +427,9 @@ class AuditMiddleware:
             sensitive = None if policy == FULL else pattern(mcp_settings.AUDIT_SENSITIVE_KEYS)
             arguments = redact(call.arguments, sensitive)
         request_bytes = len(dumps(call.params))
+        limit = mcp_settings.AUDIT_MAX_PAYLOAD_BYTES
+        if arguments is not None and limit is not None and request_bytes > limit:  # else the arguments fit
+            arguments = bounded(arguments, limit)
         try:
             response = await self.call_next(call)
         except asyncio.CancelledError:
@@ -468,12 +471,23 @@ class AuditMiddleware:
             len(dumps(response)) if response is not None else 0,
             call.task_id or task_id,
             arguments,
-            result if policy == FULL and keep else None,
+            bounded(result, mcp_settings.AUDIT_MAX_PAYLOAD_BYTES) if policy == FULL and keep else None,
         )
         if keep:
             writer.add(entry)
         if log:
             calllog.emit(entry)
+
+
+def bounded(value: Any, limit: int | None) -> Any:
+    """``value``, or when its JSON text is longer than ``limit`` bytes a record that says so, with its start."""
+    if value is None or limit is None:
+        return value
+    text = dumps(value)
+    if len(text) <= limit:
+        return value
+    preview = text[: max(0, limit - 256)].decode("utf-8", errors="ignore")  # room for the marker's own keys
+    return {"truncated": True, "bytes": len(text), "preview": preview}
 
 
 def _username(user: Any) -> str:

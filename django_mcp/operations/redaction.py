@@ -25,16 +25,32 @@ def pattern(source: str) -> re.Pattern[str]:
     return _compiled[1]
 
 
+#: Keys naming the other member of a pair: ``{"name": "password", "value": "…"}``.
+_NAME_KEYS = ("name", "key", "field", "header", "param", "parameter")
+_VALUE_KEYS = ("value", "val", "content", "secret")
+
+
 def redact(value: Any, sensitive: re.Pattern[str] | None) -> Any:
-    """A copy of the JSON value ``value`` with the values of sensitive keys masked (None: a plain copy)."""
+    """A copy of the JSON value ``value`` with the values of sensitive keys masked (None: a plain copy).
+
+    Beyond ``{"password": …}``, the pair forms forms and headers take are masked too:
+    ``{"name": "password", "value": …}`` and ``["password", …]``. What no key names cannot be
+    caught: a secret in free text, or under a key that says nothing (``{"q": "my password is …"}``).
+    """
     if isinstance(value, dict):
         if sensitive is None:
             return {k: redact(v, None) for k, v in value.items()}
+        named = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
+        pair = named is not None and sensitive.search(named) is not None
         return {
-            k: SUBSTITUTE if isinstance(k, str) and sensitive.search(k) else redact(v, sensitive)
+            k: SUBSTITUTE
+            if (isinstance(k, str) and sensitive.search(k)) or (pair and k in _VALUE_KEYS)
+            else redact(v, sensitive)
             for k, v in value.items()
         }
     if isinstance(value, list):
+        if sensitive is not None and len(value) == 2 and isinstance(value[0], str) and sensitive.search(value[0]):
+            return [value[0], SUBSTITUTE]
         return [redact(v, sensitive) for v in value]
     return value
 
