@@ -49,12 +49,55 @@ def calls_url(**params: Any) -> str:
     return reverse("admin:django_mcp_mcpcallrecord_changelist") + (f"?{query}" if query else "")
 
 
-class TargetFilter(admin.AllValuesFieldListFilter):
+#: Most choices a filter of client-chosen values offers in the sidebar (the others: search, or the usage page).
+MAX_FILTER_CHOICES = 50
+
+
+class TargetFilter(admin.SimpleListFilter):
+    """What the project declares (its tools, prompts and static resources), and one choice for the rest.
+
+    Names come from clients: offering every distinct one as a link let any caller fill the sidebar
+    (hundreds of links after a few requests of unknown tool names). Any name still filters through
+    ``?target=`` (the usage page's links).
+    """
+
     title = _("tool, resource or prompt")
+    parameter_name = "target"
+    OTHER = "__other__"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        names = sorted(declared_targets())[:MAX_FILTER_CHOICES]
+        return [(name, name) for name in names] + [(self.OTHER, str(_("anything else (not declared)")))]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == self.OTHER:
+            return queryset.exclude(target__in=declared_targets())
+        return queryset.filter(target=value)
+
+
+def declared_targets() -> set[str]:
+    """The names of every tool and prompt and the URI of every static resource the project's servers declare."""
+    from .checks import project_servers  # reason: the servers mounted by the project, known once it is loaded
+
+    names: set[str] = set()
+    for server in project_servers():
+        names.update(server.tools)
+        names.update(server.prompts)
+        names.update(server.resources)
+    return names
 
 
 class ClientFilter(admin.AllValuesFieldListFilter):
+    """The OAuth clients seen, at most ``MAX_FILTER_CHOICES`` of them (client ids can be chosen by clients)."""
+
     title = _("OAuth client")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lookup_choices = self.lookup_choices[:MAX_FILTER_CHOICES]
 
 
 @admin.register(MCPCallRecord)
@@ -77,7 +120,7 @@ class MCPCallRecordAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = (
         "outcome",
         "method",
-        ("target", TargetFilter),
+        TargetFilter,
         ("user", admin.RelatedOnlyFieldListFilter),
         ("oauth_client", ClientFilter),
         "transport",

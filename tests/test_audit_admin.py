@@ -283,6 +283,23 @@ def test_the_calls_list_filters_and_searches(world: dict[str, Any]) -> None:
     assert f'href="{reverse(USAGE)}?client={cursor.client_id}"' in html  # "Usage", narrowed like the list
 
 
+def test_names_callers_choose_do_not_fill_the_filters(world: dict[str, Any]) -> None:
+    """400 unknown tool names from a caller: the target filter still offers only what the project declares and
+    one "anything else" choice; each name still filters through ?target= (the usage page's links)."""
+    now = timezone.now()
+    MCPCallRecord.objects.bulk_create(
+        MCPCallRecord(at=now, method="tools/call", target=f"junk-{n}", outcome=MCPCallRecord.REFUSED, duration_ms=0.1)
+        for n in range(400)
+    )
+    browser = staff("filterer", "view_mcpcallrecord")
+    html = browser.get(reverse(CALLS)).content.decode()
+    sidebar = html.split('id="changelist-filter"')[1].split('id="changelist-form"')[0]  # <nav> on 5.2, <search> on 6.1
+    assert "junk-" not in sidebar and "?target=add" in sidebar
+    assert "?target=add" in html and "?target=__other__" in html
+    assert browser.get(reverse(CALLS), {"target": "junk-7"}).context["cl"].result_count == 1
+    assert browser.get(reverse(CALLS), {"target": "__other__"}).context["cl"].result_count == 400
+
+
 def test_the_clients_page_and_the_app_index_link_to_usage(world: dict[str, Any]) -> None:
     boss = User.objects.create_superuser("boss", "boss@example.com", None)
     admin = Client()
