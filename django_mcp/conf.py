@@ -106,6 +106,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     TELEMETRY: bool
     TELEMETRY_RESOURCE_SPAN_NAMES: bool
     TELEMETRY_TOOL_CONTENT: bool
+    TELEMETRY_CLIENT_BAGGAGE: bool
     SWITCHES_REVALIDATE_INTERVAL: float
     REQUIRE_ACCESS_RULES: bool
     TASK_UNCLAIMED_WARNING: float
@@ -501,6 +502,9 @@ SETTINGS: dict[str, Setting] = {
     "TELEMETRY_RESOURCE_SPAN_NAMES": _bool("django_mcp.E187", default=False),
     # Record tools/call arguments and results on spans (gen_ai.tool.call.arguments/result): may hold personal data.
     "TELEMETRY_TOOL_CONTENT": _bool("django_mcp.E188", default=False),
+    # Take the W3C baggage a client sends (in _meta or headers) into the call's context: off, a client could set
+    # entries (enduser.id=root) that the tool's own outgoing calls would carry to internal services.
+    "TELEMETRY_CLIENT_BAGGAGE": _bool("django_mcp.E241", default=False),
     # -- Kill switches, strict mode, task-worker health (docs/operations.md) --
     # Seconds a worker trusts its in-memory kill switches without a change broadcast (one query to reload).
     "SWITCHES_REVALIDATE_INTERVAL": _seconds("django_mcp.E180", default=10),
@@ -677,6 +681,7 @@ class MCPSettings:
     TELEMETRY: bool
     TELEMETRY_RESOURCE_SPAN_NAMES: bool
     TELEMETRY_TOOL_CONTENT: bool
+    TELEMETRY_CLIENT_BAGGAGE: bool
     SWITCHES_REVALIDATE_INTERVAL: float
     REQUIRE_ACCESS_RULES: bool
     TASK_UNCLAIMED_WARNING: float

@@ -438,3 +438,23 @@ def test_off_imports_nothing_of_opentelemetry(tmp_path: Path, on: bool, make_env
         assert "opentelemetry.trace" in imported  # the probe sees it when it is there
     else:
         assert imported == []
+
+
+def test_a_clients_baggage_is_not_trusted_by_default() -> None:
+    """The trace context a client sends is the parent; its ``baggage`` (``enduser.id=root``) would become the
+    tool's and travel with the tool's own calls: taken only with TELEMETRY_CLIENT_BAGGAGE."""
+    from django.conf import settings
+    from django.test import override_settings
+    from opentelemetry import baggage
+    from opentelemetry import trace as otel_trace
+
+    from django_mcp.operations import otel
+
+    made = Trace()
+    carrier = {"traceparent": made.traceparent, "baggage": "enduser.id=root,tenant=acme"}
+    context = otel._extract(carrier)
+    assert context is not None and baggage.get_all(context) == {}
+    assert otel_trace.get_current_span(context).get_span_context().trace_id == int(made.trace_id, 16)
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "TELEMETRY_CLIENT_BAGGAGE": True}):
+        trusted = otel._extract(carrier)
+    assert trusted is not None and baggage.get_all(trusted) == {"enduser.id": "root", "tenant": "acme"}

@@ -105,7 +105,7 @@ class Instruments:
         if call.task_id is not None:
             extra["django_mcp.task.id"] = call.task_id
         elif call.request_id is not None:
-            extra["jsonrpc.request.id"] = str(call.request_id)
+            extra["jsonrpc.request.id"] = str(call.request_id)[:MAX_VALUE]  # chosen by the client, as names are
         if scope is not None:
             client = scope.get("client")
             if client and isinstance(client[0], str):  # spans only: too many values for a metric
@@ -222,11 +222,19 @@ def _network(transport: str | None) -> dict[str, str]:
     return {}
 
 
+#: What a carrier's trace context is read from; with ``TELEMETRY_CLIENT_BAGGAGE`` its baggage too.
+CONTEXT_KEYS = ("traceparent", "tracestate")
+TRUSTED_KEYS = (*CONTEXT_KEYS, "baggage")
+
+
 def _extract(carrier: Any) -> otel_context.Context | None:
     """The context ``carrier`` (``_meta``, headers, a task's record) names, None without a valid ``traceparent``."""
     if not isinstance(carrier, Mapping) or "traceparent" not in carrier:
         return None
-    clean = {k: v for k in ("traceparent", "tracestate", "baggage") if isinstance(v := carrier.get(k), str)}
+    # A client's baggage would become the tool's and travel on to the services it calls ("enduser.id=root"):
+    # taken only when the project says it trusts its clients' (TELEMETRY_CLIENT_BAGGAGE).
+    keys = TRUSTED_KEYS if mcp_settings.TELEMETRY_CLIENT_BAGGAGE else CONTEXT_KEYS
+    clean = {k: v for k in keys if isinstance(v := carrier.get(k), str)}
     try:
         found = propagate.extract(clean)
     except (TypeError, ValueError):
