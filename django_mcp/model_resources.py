@@ -669,9 +669,12 @@ def register(server: MCPServer, obj: ModelResource | type[ModelResource]) -> Any
     obj.server = obj.server or server
     if server.model_resource_for(obj.model) is not None:
         raise ImproperlyConfigured(f"Model {obj.model._meta.label} is already registered on MCP server {server.name!r}")
-    server.add_resource(obj.as_template())
+    template = obj.as_template()
+    server.add_resource(template)
     if obj.ui is not None:
-        server.add_tool(ShowTool.for_resource(obj))
+        show = ShowTool.for_resource(obj)
+        show.switch_follows = template  # another door to the same objects: the template's switch covers it
+        server.add_tool(show)
     model_signals.watch(obj)
     return obj
 
@@ -684,6 +687,8 @@ class ShowTool(Tool):
     """``ModelResource.ui``: one object as a tool result, for its MCP App (the read's checks, the read's data)."""
 
     resource: ModelResource
+    #: The resource template whose kill switch also switches this tool off (``operations.switches.key_of``).
+    switch_follows: Any = None
 
     @classmethod
     def for_resource(cls, resource: ModelResource) -> ShowTool:

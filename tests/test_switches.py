@@ -107,6 +107,34 @@ def test_resources_templates_and_prompts_are_switched_off_alike(era: str) -> Non
     assert client.read_resource("test://items/1").contents[0].text == '{"id": 1}'  # type: ignore[union-attr]
 
 
+def test_a_switched_off_model_template_also_closes_its_show_tool() -> None:
+    """``ModelResource.ui``'s ``show_`` tool reads the template's objects: one switch covers both doors."""
+    from django_mcp import ModelResource
+    from tests.modelapp.models import Shelf
+
+    server = MCPServer("switch-models")
+
+    @server.register
+    class ShelfResource(ModelResource):
+        model = Shelf
+        fields = ["name"]
+        ui = "uiapp/shelf.html"
+
+    shelf = Shelf.objects.create(name="Novels")
+    alice = User.objects.create_user("alice")
+    alice.user_permissions.add(Permission.objects.get(codename="view_shelf"))
+    ui = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
+    client = MCPTestClient(server, capabilities=ui, user=alice)
+    assert client.call_tool("show_shelf", {"pk": shelf.pk}).structured_content == {"name": "Novels"}
+    template = next(iter(server.templates.values())).uri
+    switch_off("template", template)
+    assert "show_shelf" not in tools(client) and "show_shelf__ui" not in tools(client)
+    assert DISABLED in refused(client.call_tool, "show_shelf", {"pk": shelf.pk}).message
+    assert DISABLED in refused(client.read_resource, f"django://modelapp/shelf/{shelf.pk}").message
+    switch_on("template", template)
+    assert client.call_tool("show_shelf", {"pk": shelf.pk}).structured_content == {"name": "Novels"}
+
+
 def test_a_change_reaches_this_process_at_once_and_others_on_their_timer() -> None:
     """The changing process learns it at once; a copy that missed the broadcast reloads once it is old."""
     client = MCPTestClient()

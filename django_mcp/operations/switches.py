@@ -85,7 +85,8 @@ class ClientDisabled(Refused):
 def key_of(obj: Any) -> Key | None:
     """The switch that governs ``obj``: its kind and its name (a resource's or template's URI).
 
-    An MCP App's page and render helper (``django_mcp.ui``) follow their tool's switch.
+    An MCP App's page and render helper (``django_mcp.ui``) follow their tool's switch, and a tool that is
+    another door to a template's objects (``ModelResource.ui``'s ``show_`` tool) follows the template's.
     """
     main = getattr(obj, "main", None)  # a render helper's tool
     page_of = getattr(getattr(obj, "ui", None), "tool", None) if isinstance(obj, Resource) else None
@@ -93,6 +94,9 @@ def key_of(obj: Any) -> Key | None:
         obj = main
     elif isinstance(page_of, Tool):  # an app's page
         obj = page_of
+    follows = getattr(obj, "switch_follows", None)
+    if isinstance(follows, ResourceTemplate):
+        obj = follows
     if isinstance(obj, Tool):
         return TOOL, obj.name
     if isinstance(obj, ResourceTemplate):
