@@ -66,6 +66,12 @@ HTTP_ONLY_PREFIXES: tuple[str, ...] = (
     "oauth2_provider.",
     "django_prometheus.",
     "silk.",
+    # Instrumentation of HTTP requests (the call has its own span, its own metrics).
+    "opentelemetry.",
+    "elasticapm.",
+    "ddtrace.",
+    "scout_apm.",
+    "newrelic.",
 )
 
 

@@ -320,7 +320,7 @@ def test_session_list_shows_prefixes_and_end_by_prefix_user_and_client(people: t
     assert s1.pk[:16] in listed and s1.pk not in listed  # a whole id is a credential: never printed
     rows = list(csv.DictReader(io.StringIO(run("mcp_session", "list", "--format", "csv", "--user", "alice"))))
     assert {r["session"] for r in rows} == {s1.pk[:16], s2.pk[:16]} and rows[0]["client"] == "'=HYPERLINK(1) 1"
-    assert run("mcp_session", "end", s1.pk[:8]) == "Ended 1 session.\n"
+    assert run("mcp_session", "end", "--", s1.pk[:8]) == "Ended 1 session.\n"  # an id may begin with "-"
     assert MCPSession.objects.get(pk=s1.pk).ended is not None
     assert run("mcp_session", "end", "--client", "client-a") == "Ended 1 session.\n"  # bob's; s1 already ended
     assert MCPSession.objects.get(pk=s3.pk).ended is not None

@@ -234,9 +234,9 @@ def test_switches_sessions_and_tasks_by_command(server: OAuthServer, clean_log: 
     assert mcp_post(server, erin["token"], ping, **headers).status_code == 200
     sessions = json.loads(server.live.manage("mcp_session", "list", "--client", erin["client_id"], "--format", "json"))
     assert [s["session"] for s in sessions] == [sid[:16]]
-    assert manage(server, "mcp_session", "end", sid[:10]).stdout == "Ended 1 session.\n"
+    assert manage(server, "mcp_session", "end", "--", sid[:10]).stdout == "Ended 1 session.\n"
     until(lambda: mcp_post(server, erin["token"], ping, **headers).status_code == 404)
 
     task = caller.start("task_sleep", seconds=0)
-    assert server.live.manage("mcp_task", "cancel", task[:12]) == "Cancelled 1 task.\n"
+    assert server.live.manage("mcp_task", "cancel", "--", task[:12]) == "Cancelled 1 task.\n"
     assert caller.get(task)["status"] == "cancelled"

@@ -25,8 +25,11 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.core.validators import RegexValidator, URLValidator
+from django.db import models
 from rest_framework import serializers
 from rest_framework.schemas.openapi import AutoSchema
+from rest_framework.settings import api_settings
 
 logger = logging.getLogger("django_mcp.drf")
 
@@ -343,8 +346,6 @@ class Inspector(AutoSchema):  # type: ignore[misc]  # DRF is untyped
         if isinstance(field, serializers.DecimalField):
             coerce = getattr(field, "coerce_to_string", None)
             if coerce is None:
-                from rest_framework.settings import api_settings
-
                 coerce = api_settings.COERCE_DECIMAL_TO_STRING
             schema = dict(super().map_field(field))
             if self.mode == "input":  # DRF parses a number or a string
@@ -387,7 +388,6 @@ class Inspector(AutoSchema):  # type: ignore[misc]  # DRF is untyped
 
 
 def _regex_of(field: Any) -> str | None:
-    from django.core.validators import RegexValidator, URLValidator
 
     for v in field.validators:
         if isinstance(v, RegexValidator) and not isinstance(v, URLValidator) and not v.inverse_match:
@@ -431,8 +431,8 @@ def _decimal_pattern(field: Any) -> str:
 
 def spectacular_schema(view: Any, path: str, method: str, serializer: Any, mode: str) -> dict[str, Any]:
     """``serializer`` as drf-spectacular describes it (``direction`` request/response), components inlined."""
-    from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
-    from drf_spectacular.plumbing import ComponentRegistry
+    from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema  # reason: optional dependency
+    from drf_spectacular.plumbing import ComponentRegistry  # reason: optional dependency
 
     inspector = SpectacularAutoSchema()
     inspector.registry = ComponentRegistry()
@@ -681,7 +681,6 @@ def _choices_schema(field: Any) -> dict[str, Any]:
 
 
 def _pk_schema(model: Any) -> dict[str, Any]:
-    from django.db import models
 
     if model is None:
         return {"type": "string"}

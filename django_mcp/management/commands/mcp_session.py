@@ -48,7 +48,12 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int, default=200, help="Rows at most (default 200).")
         add_format_argument(listing)
         end = sub.add_parser("end", help="End sessions: each id prefix given, or all of --user / --client.")
-        end.add_argument("prefixes", nargs="*", metavar="ID_PREFIX", help="8 or more first characters of an id.")
+        end.add_argument(
+            "prefixes",
+            nargs="*",
+            metavar="ID_PREFIX",
+            help="8 or more first characters of an id (after -- when one begins with -).",
+        )
         end.add_argument("--user", metavar="USERNAME", help="Every open session of this user.")
         end.add_argument("--client", metavar="CLIENT_ID", help="Every open session through this OAuth client.")
 

@@ -52,7 +52,12 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int, default=200, help="Rows at most (default 200).")
         add_format_argument(listing)
         cancel = sub.add_parser("cancel", help="Cancel active tasks: each id prefix given, or all matching.")
-        cancel.add_argument("prefixes", nargs="*", metavar="ID_PREFIX", help="8 or more first characters of an id.")
+        cancel.add_argument(
+            "prefixes",
+            nargs="*",
+            metavar="ID_PREFIX",
+            help="8 or more first characters of an id (after -- when one begins with -).",
+        )
         cancel.add_argument("--user", metavar="USERNAME", help="Every active task of this user.")
         cancel.add_argument("--client", metavar="CLIENT_ID", help="Every active task through this OAuth client.")
         cancel.add_argument("--tool", metavar="NAME", help="Every active task of this tool.")
