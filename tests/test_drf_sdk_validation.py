@@ -50,6 +50,12 @@ Gadget.objects.create(id=3, name="Magnet", price=Decimal("3.10"), status="draft"
 Gadget.objects.create(id=4, name="Old trap", price=Decimal("20.00"), status="retired", **common)
 Gadget.objects.create(id=5, name="Doomed", price=Decimal("1.00"), status="draft", **common)
 Gadget.objects.create(id=6, name="Doomed too", price=Decimal("1.00"), status="draft", **common)
+# Rows made with explicit ids: PostgreSQL's sequences must move past them before a tool creates one.
+from django.core.management.color import no_style
+from django.db import connection
+with connection.cursor() as cursor:
+    for statement in connection.ops.sequence_reset_sql(no_style(), [Gadget, Publisher, Tag]):
+        cursor.execute(statement)
 """
 
 

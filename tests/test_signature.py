@@ -118,6 +118,7 @@ def test_same_rule_for_tools_resources_and_prompts() -> None:
     assert list(tool.input_schema["properties"]) == ["x"] and tool.input_schema["required"] == ["x"]
 
 
+@pytest.mark.django_db  # the user pool's thread recycles its connections around a sync handler
 async def test_resources_and_prompts_receive_the_context() -> None:
     got: list[Any] = []
 
