@@ -214,11 +214,8 @@ def active() -> bool:
 def _call_inner(request: HttpRequest) -> HttpResponseBase:
     run: Callable[[HttpRequest], Any] = request.mcp_inner  # type: ignore[attr-defined]
     value = run(request)
-    if isinstance(value, HttpResponseBase):
-        request.mcp_outcome = value  # type: ignore[attr-defined]
-        return value
     request.mcp_outcome = value  # type: ignore[attr-defined]
-    return HttpResponse(status=200)
+    return value if isinstance(value, HttpResponseBase) else HttpResponse(status=200)
 
 
 async def _acall_inner(request: HttpRequest) -> HttpResponseBase:
@@ -271,9 +268,7 @@ def call_request(ctx: Context) -> WSGIRequest:
 
 def run_sync(request: HttpRequest, inner: Callable[[HttpRequest], R]) -> R:
     """``inner(request)`` as the innermost handler of the sync chain (in the calling thread)."""
-    if not _chains.built:
-        _chains.build()
-    chain = _chains.sync
+    chain = _chains.sync if active() else None
     if chain is None:
         return inner(request)
     request.mcp_inner = inner  # type: ignore[attr-defined]
@@ -283,9 +278,7 @@ def run_sync(request: HttpRequest, inner: Callable[[HttpRequest], R]) -> R:
 
 async def run_async(request: HttpRequest, inner: Callable[[HttpRequest], Awaitable[R]]) -> R:
     """``await inner(request)`` as the innermost handler of the async chain."""
-    if not _chains.built:
-        _chains.build()
-    chain = _chains.async_
+    chain = _chains.async_ if active() else None
     if chain is None:
         return await inner(request)
     request.mcp_inner = inner  # type: ignore[attr-defined]
