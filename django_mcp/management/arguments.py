@@ -76,5 +76,19 @@ def by_prefix(queryset: QuerySet[M], prefix: str, what: str) -> M:
     return found[0]
 
 
+def add_selection(parser: Any, what: str, state: str) -> None:
+    """The arguments of a command that acts on ``what`` (sessions, tasks): id prefixes, or all of a user or client.
+
+    ``state`` says which rows ``--user``/``--client`` reach ("open", "active")."""
+    parser.add_argument(
+        "prefixes",
+        nargs="*",
+        metavar="ID_PREFIX",
+        help=f"{MIN_PREFIX} or more first characters of an id (after -- when one begins with -).",
+    )
+    parser.add_argument("--user", metavar="USERNAME", help=f"Every {state} {what} of this user.")
+    parser.add_argument("--client", metavar="CLIENT_ID", help=f"Every {state} {what} through this OAuth client.")
+
+
 def short_id(value: Any) -> str:
     return str(value)[:SHOWN_ID]

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...models import MCPSession
 from ...sessions import end_sessions_sync
-from ..arguments import bounded, by_prefix, short_id
+from ..arguments import add_selection, bounded, by_prefix, short_id
 from ..output import add_format_argument, write
 from ..users import any_user
 
@@ -48,14 +48,7 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int, default=200, help="Rows at most (default 200).")
         add_format_argument(listing)
         end = sub.add_parser("end", help="End sessions: each id prefix given, or all of --user / --client.")
-        end.add_argument(
-            "prefixes",
-            nargs="*",
-            metavar="ID_PREFIX",
-            help="8 or more first characters of an id (after -- when one begins with -).",
-        )
-        end.add_argument("--user", metavar="USERNAME", help="Every open session of this user.")
-        end.add_argument("--client", metavar="CLIENT_ID", help="Every open session through this OAuth client.")
+        add_selection(end, "session", "open")
 
     def handle(self, *args: Any, **options: Any) -> None:
         getattr(self, "do_" + options["action"])(options)

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from ...models import MCPTask, MCPTaskWorker
 from ...tasks import beat, store
-from ..arguments import bounded, by_prefix, short_id
+from ..arguments import add_selection, bounded, by_prefix, short_id
 from ..output import add_format_argument, write
 from ..users import any_user
 
@@ -52,14 +52,7 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int, default=200, help="Rows at most (default 200).")
         add_format_argument(listing)
         cancel = sub.add_parser("cancel", help="Cancel active tasks: each id prefix given, or all matching.")
-        cancel.add_argument(
-            "prefixes",
-            nargs="*",
-            metavar="ID_PREFIX",
-            help="8 or more first characters of an id (after -- when one begins with -).",
-        )
-        cancel.add_argument("--user", metavar="USERNAME", help="Every active task of this user.")
-        cancel.add_argument("--client", metavar="CLIENT_ID", help="Every active task through this OAuth client.")
+        add_selection(cancel, "task", "active")
         cancel.add_argument("--tool", metavar="NAME", help="Every active task of this tool.")
         workers = sub.add_parser("workers", help="Task worker processes: host, pid, started, last beat, alive.")
         add_format_argument(workers)
