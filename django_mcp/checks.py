@@ -327,10 +327,36 @@ def check_tools(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     return warnings
 
 
+def _unbuildable(tool: Any) -> Exception | bool:
+    """Build a deferred tool's schemas (DRF tools: on first use, and here, before a client meets an error):
+    the error that stops it, True when the database is not there yet (``migrate`` runs the checks before it
+    creates the tables: built on first use then), False when built."""
+    try:
+        tool.prepare()
+    except DatabaseError:
+        return True
+    except Exception as exc:  # noqa: BLE001 - E010 reports it, with what raised it
+        return exc
+    return False
+
+
 def tool_warnings(server: Any) -> list[Any]:
-    """``W004`` for each tool of ``server`` that a host directory would reject for missing metadata."""
+    """``E010`` for each tool whose schemas cannot be built; ``W004`` for each that a host directory would reject
+    for missing metadata."""
     warnings: list[Any] = []
     for name, tool in server.tools.items():
+        problem = _unbuildable(tool)
+        if isinstance(problem, Exception):
+            exc = problem
+            warnings.append(
+                Error(
+                    f"Tool {name!r}: its input and output schemas cannot be built: {type(exc).__name__}: {exc}",
+                    hint="DRF tools are introspected on first use (register_drf(..., input_serializer=...) "
+                    "gives a view without a serializer one); fix the view or the arguments of its registration.",
+                    obj=f"MCP server {server.name!r}",
+                    id="django_mcp.E010",
+                )
+            )
         annotations = tool.annotations or {}
         titled = bool(tool.title or annotations.get("title"))
         hinted = "readOnlyHint" in annotations or "destructiveHint" in annotations
@@ -385,6 +411,8 @@ def host_directory_warnings(server: Any) -> list[Any]:
     warnings: list[Any] = []
     obj = f"MCP server {server.name!r}"
     for name, tool in server.tools.items():
+        if _unbuildable(tool):
+            continue  # E010 (or no database yet): its schemas are not there to check
         annotations = tool.annotations or {}
         if not (tool.description or "").strip():
             warnings.append(

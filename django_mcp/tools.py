@@ -29,6 +29,9 @@ from .signature import Signature
 from .sync import user_pool
 from .writelock import tool_transaction
 
+#: Attributes a deferred tool (``Tool.deferred``) builds on first read.
+_DEFERRED = frozenset({"input_schema", "input_model", "output_schema", "output_adapter", "wrap_output"})
+
 #: How a tool runs as an MCP task (``@site.tool(task=...)``; ``django_mcp.tasks`` runs them).
 TaskSupport = Literal["optional", "required", "forbidden"]
 
@@ -76,27 +79,25 @@ class Tool(Guard):
     #: How the tool is called (arguments model, Context parameter, output); read from ``fn`` when not given.
     #: View and DRF tools pass one built from their declared arguments.
     signature: Signature | None = None
+    #: Builds the signature (and the published input schema, or None for the signature's) on first use, for
+    #: tools whose schemas need the project running (DRF tools: views, serializers and filtersets are
+    #: introspected then, never while Django starts). ``signature`` and ``input_schema`` stay unset until then.
+    deferred: Callable[[], tuple[Signature, dict[str, Any] | None]] | None = field(default=None, repr=False)
+    # Set from the signature: in ``__post_init__``, or on first read for a deferred tool (``__getattr__``).
     input_model: type[BaseModel] = field(init=False)
-    output_schema: dict[str, Any] | None = field(init=False, default=None)
-    output_adapter: TypeAdapter[Any] | None = field(init=False, default=None)
-    wrap_output: bool = field(init=False, default=False)
+    output_schema: dict[str, Any] | None = field(init=False)
+    output_adapter: TypeAdapter[Any] | None = field(init=False)
+    wrap_output: bool = field(init=False)
     is_async: bool = field(init=False, default=False)
     _runner: Callable[..., Awaitable[Any]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         fn = self.fn
         self.is_async = inspect.iscoroutinefunction(fn)
-        sig = self.signature if self.signature is not None else Signature.from_callable(fn, name=self.name)
-        self.signature = sig
-        if self.description is None:
-            self.description = sig.description
-        self.ctx_param = sig.ctx_param
-        self.input_model = sig.arguments
-        if self.input_schema:
-            if self.input_schema.get("type") != "object":
-                raise TypeError(f"Tool {self.name!r}: input_schema must be a JSON Schema with type 'object'")
+        if self.deferred is None:
+            self._adopt(self.signature or Signature.from_callable(fn, name=self.name), self.input_schema or None)
         else:
-            self.input_schema = sig.input_schema()
+            del self.input_schema  # read through __getattr__, which builds the signature
         if self.task_support not in (None, "optional", "required", "forbidden"):
             raise TypeError(f"Tool {self.name!r}: task must be 'optional', 'required' or 'forbidden'")
         if self.task_support == "forbidden":
@@ -120,10 +121,39 @@ class Tool(Guard):
                     f"Tool {self.name!r}: visibility must be a list of 'model' and 'app', not {self.visibility!r}"
                 )
             self.visibility = sorted(set(self.visibility), key=["model", "app"].index)
+        self._runner = user_pool.wrap(self._call_sync)
+
+    def _adopt(self, sig: Signature, input_schema: dict[str, Any] | None) -> None:
+        """Take the arguments model, schemas and output handling from ``sig``."""
+        if input_schema is not None and input_schema.get("type") != "object":
+            raise TypeError(f"Tool {self.name!r}: input_schema must be a JSON Schema with type 'object'")
+        self.signature = sig
+        if self.description is None:
+            self.description = sig.description
+        self.ctx_param = sig.ctx_param
+        self.input_model = sig.arguments
+        self.input_schema = input_schema if input_schema is not None else sig.input_schema()
         self.output_schema = sig.output_schema
         self.output_adapter = sig.output_adapter
         self.wrap_output = sig.wrap_output
-        self._runner = user_pool.wrap(self._call_sync)
+
+    def __getattr__(self, name: str) -> Any:
+        """A deferred tool's schemas, built on the first read of any of them (Python calls this only for an
+        attribute the instance lacks, so a built tool pays nothing)."""
+        deferred = self.__dict__.get("deferred")
+        if deferred is None or name not in _DEFERRED:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.deferred = None
+        try:
+            self._adopt(*deferred())
+        except BaseException:
+            self.deferred = deferred  # still unbuilt: the next read raises the same error again
+            raise
+        return getattr(self, name)
+
+    def prepare(self) -> None:
+        """Build a deferred tool's schemas now (``manage.py check`` does, to report what is wrong)."""
+        _ = self.input_model
 
     @property
     def read_only(self) -> bool:

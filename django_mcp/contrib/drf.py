@@ -360,47 +360,65 @@ def drf_tool(
     # @api_view functions become a class named after the function, which keeps its docstring.
     tool_name = name or (f"{base}_{action}" if is_viewset else _snake(cls.__name__))
 
-    instance = view_instance(cls, action, http_method, initkwargs, path)
     is_list = (action == "list") if is_viewset else (http_method == "GET" and not detail and hasattr(cls, "list"))
-
-    properties: dict[str, Any] = {}
-    required: list[str] = []
     path_params = list(url_kwargs)
     if detail and (is_viewset or not url_kwargs):
         path_params = [str(getattr(cls, "lookup_url_kwarg", None) or getattr(cls, "lookup_field", "pk"))]
-    for p in path_params:
-        properties[p] = _lookup_schema(instance, p)
-        required.append(p)
-    query_params: list[str] = []
-    if is_list:
-        declared = query_parameters(instance, path, http_method, filters)
-        declared += pagination_parameters(instance)
-        for param_name, schema, needed in declared:
-            properties[param_name] = schema
-            query_params.append(param_name)
-            if needed:
-                required.append(param_name)
-    if http_method in WRITE_METHODS:
-        serializer = _serializer(input_serializer) or _request_serializer(instance)
-        if serializer is None:
-            raise ImproperlyConfigured(
-                f"Tool {tool_name!r}: {cls.__name__} has no serializer for its {http_method} body; pass "
-                "input_serializer=... (rest_framework.serializers.Serializer for no body)"
-            )
-        if isinstance(serializer, serializers.Serializer):
-            body = serializer_schema(instance, path, http_method, serializer, "input")
-            for key, sub in body.get("properties", {}).items():
-                if key in properties:
-                    raise ImproperlyConfigured(f"Tool {tool_name!r}: {key!r} is both a URL/query and a body argument")
-                properties[key] = sub
-            if action != "partial_update" and http_method != "PATCH":
-                required.extend(body.get("required", []))
-    input_schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        input_schema["required"] = required
+    query_params: list[str] = []  # filled when the schemas are built
 
-    output_schema: dict[str, Any] | None = None
-    if http_method != "DELETE":
+    def build() -> tuple[Signature, dict[str, Any]]:
+        """The schemas, from the view, its serializers and filter backends: on first use, never while Django
+        starts (a ``get_queryset`` or filterset may query the database; the database may not be there yet)."""
+        instance = view_instance(cls, action, http_method, initkwargs, path)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for p in path_params:
+            properties[p] = _lookup_schema(instance, p)
+            required.append(p)
+        query: list[str] = []
+        if is_list:
+            declared = query_parameters(instance, path, http_method, filters)
+            declared += pagination_parameters(instance)
+            for param_name, schema, needed in declared:
+                properties[param_name] = schema
+                query.append(param_name)
+                if needed:
+                    required.append(param_name)
+        if http_method in WRITE_METHODS:
+            serializer = _serializer(input_serializer) or _request_serializer(instance)
+            if serializer is None:
+                raise ImproperlyConfigured(
+                    f"Tool {tool_name!r}: {cls.__name__} has no serializer for its {http_method} body; pass "
+                    "input_serializer=... (rest_framework.serializers.Serializer for no body)"
+                )
+            if isinstance(serializer, serializers.Serializer):
+                body = serializer_schema(instance, path, http_method, serializer, "input")
+                for key, sub in body.get("properties", {}).items():
+                    if key in properties:
+                        raise ImproperlyConfigured(
+                            f"Tool {tool_name!r}: {key!r} is both a URL/query and a body argument"
+                        )
+                    properties[key] = sub
+                if action != "partial_update" and http_method != "PATCH":
+                    required.extend(body.get("required", []))
+        input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            input_schema["required"] = required
+        query_params[:] = query
+        # Only URL arguments are enforced before the call: DRF validates the rest, with its own messages.
+        params = [make_param(n, required=n in path_params) for n in properties]
+        signature = Signature(
+            arguments_model(model_name(tool_name), params),
+            ctx_param=CTX,
+            returns=Any,
+            output_schema=_output_schema(instance),  # call_view returns the CallToolResult itself
+            description=description,
+        )
+        return signature, input_schema
+
+    def _output_schema(instance: Any) -> dict[str, Any] | None:
+        if http_method == "DELETE":
+            return None
         out = _serializer(output_serializer)
         if out is None and (action is None or action in STANDARD_ACTIONS):
             # An extra @action's serializer_class describes its input; what it returns is unknown.
@@ -416,11 +434,11 @@ def drf_tool(
                 item_schema = to_json_schema(paginator_class().get_paginated_response_schema(item_schema), "output")
         elif isinstance(out, serializers.Serializer):
             item_schema = serializer_schema(instance, path, http_method, out, "output")
-        if item_schema is not None:
-            if item_schema.get("type") == "object":
-                output_schema = item_schema
-            else:
-                output_schema = {"type": "object", "properties": {"result": item_schema}, "required": ["result"]}
+        if item_schema is None:
+            return None
+        if item_schema.get("type") == "object":
+            return dict(item_schema)
+        return {"type": "object", "properties": {"result": item_schema}, "required": ["result"]}
 
     if description is None:
         func = getattr(cls, action, None) if action else None
@@ -439,20 +457,12 @@ def drf_tool(
         title = _ACTION_TITLE[action].format(name=meta.verbose_name, plural=meta.verbose_name_plural)
         title = title[:1].upper() + title[1:]
 
-    # Only URL arguments are enforced before the call: DRF validates the rest, with its own messages.
-    params = [make_param(n, required=n in path_params) for n in properties]
-    signature = Signature(
-        arguments_model(model_name(tool_name), params),
-        ctx_param=CTX,
-        returns=Any,
-        output_schema=output_schema,  # call_view returns the CallToolResult itself
-        description=description,
-    )
     tool_holder: list[DRFTool] = []
     tool = DRFTool(
         handler(lambda ctx, args: tool_holder[0].call_view(ctx, args)),
         name=tool_name,
-        signature=signature,
+        deferred=build,
+        ctx_param=CTX,
         title=title,
         description=description,
         annotations={**default_annotations(http_method), **(annotations or {})},
@@ -461,7 +471,6 @@ def drf_tool(
         check=check,
         task_support=task,
         audit=audit,
-        input_schema=input_schema,
         view_class=cls,
         action=action,
         http_method=http_method,
