@@ -9,13 +9,17 @@ run on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+import threading
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import mcp_types
+from django.db import connections
 from pydantic import BaseModel, TypeAdapter
 
 from . import project_middleware, rates
@@ -29,8 +33,33 @@ from .signature import Signature
 from .sync import user_pool
 from .writelock import tool_transaction
 
+R = TypeVar("R")
+
 #: Attributes a deferred tool (``Tool.deferred``) builds on first read.
 _DEFERRED = frozenset({"input_schema", "input_model", "output_schema", "output_adapter", "wrap_output"})
+
+#: Held while a deferred tool is built (once per tool and process).
+_building = threading.RLock()
+
+
+def _outside_event_loop(build: Callable[[], R]) -> R:
+    """``build()`` on this thread, or, when an event loop runs here (a Channels ``tools/list``), on a thread of
+    its own: building may query the database, which Django refuses in async code. The loop waits for it, once
+    per tool and process; the thread's connections are closed after."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return build()
+
+    def in_thread() -> R:
+        try:
+            return build()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(1, thread_name_prefix="mcp-schema") as pool:
+        return pool.submit(in_thread).result()
+
 
 #: How a tool runs as an MCP task (``@site.tool(task=...)``; ``django_mcp.tasks`` runs them).
 TaskSupport = Literal["optional", "required", "forbidden"]
@@ -143,12 +172,10 @@ class Tool(Guard):
         deferred = self.__dict__.get("deferred")
         if deferred is None or name not in _DEFERRED:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.deferred = None
-        try:
-            self._adopt(*deferred())
-        except BaseException:
-            self.deferred = deferred  # still unbuilt: the next read raises the same error again
-            raise
+        with _building:  # one build, whichever thread asks first; the others wait for it
+            if "input_model" not in self.__dict__:
+                self._adopt(*_outside_event_loop(deferred))
+                self.deferred = None
         return getattr(self, name)
 
     def prepare(self) -> None:

@@ -84,3 +84,24 @@ def test_check_reports_a_tool_whose_schema_cannot_be_built(tmp_path: Path) -> No
     assert "django_mcp.E010" in check.stderr
     assert "Tool 'bodyless_create'" in check.stderr and "has no serializer for its POST body" in check.stderr
     assert "Traceback" not in check.stderr
+
+
+async def test_a_channels_server_builds_the_schema_on_its_first_tools_list(tmp_path: Path) -> None:
+    """Under daphne the first ``tools/list`` runs on the event loop, where Django refuses a query: the build (with
+    the viewset's query) runs on a thread of its own, once, and both eras list and call the tool."""
+    from tests.callers import MODES, client
+    from tests.conftest import server_env, start_server
+
+    server = start_server(server_env(tmp_path, db="sqlite", settings="tests.settings_lazy"), tmp_path / "d.log")
+    try:
+        for mode in MODES:
+            async with client(server.url, mode) as c:
+                tools = {t.name: t for t in (await c.list_tools()).tools}
+                listed = tools["flagged_item_list"]
+                assert listed.output_schema is not None
+                result = await c.call_tool("flagged_item_list", {})
+                assert not result.is_error and result.structured_content is not None
+    finally:
+        server.stop()
+    log = server.log.read_text(errors="replace")
+    assert "Traceback" not in log and "SynchronousOnlyOperation" not in log, log[-3000:]
