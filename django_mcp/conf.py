@@ -63,6 +63,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     EXCEPTION_HANDLER: str | ExceptionHandler
     VALIDATE_RESULTS: bool
     ATOMIC_TOOL_CALLS: bool
+    DRF_FILTER_LOOKUPS: bool
     RESOURCE_MAX_BLOB_SIZE: int
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
@@ -349,6 +350,9 @@ SETTINGS: dict[str, Setting] = {
     # -- Django models, templates and views (ModelResource, TemplatePrompt, DRF tools) --
     # Run each tools/call in a transaction savepoint: an exception rolls back its writes.
     "ATOMIC_TOOL_CALLS": _bool("django_mcp.E121", default=True),
+    # DRF list tools: also the lookup variants of a filter that has a plain form (``name__ic``, ``name__n``... beside
+    # ``name``); off, they are left out (a large filterset's variants make most of a catalog).
+    "DRF_FILTER_LOOKUPS": _bool("django_mcp.E242", default=False),
     # ModelResource: largest file (bytes) whose contents a read inlines as a blob; larger files are links only.
     "RESOURCE_MAX_BLOB_SIZE": _int("django_mcp.E122", minimum=0, default=1024 * 1024),
     # -- Authentication (AUTH = "oauth", django-oauth-toolkit) --
@@ -638,6 +642,7 @@ class MCPSettings:
     EXCEPTION_HANDLER: ExceptionHandler  # imported on first access
     VALIDATE_RESULTS: bool
     ATOMIC_TOOL_CALLS: bool
+    DRF_FILTER_LOOKUPS: bool
     RESOURCE_MAX_BLOB_SIZE: int
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool

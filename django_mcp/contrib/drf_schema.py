@@ -31,6 +31,8 @@ from rest_framework import serializers
 from rest_framework.schemas.openapi import AutoSchema
 from rest_framework.settings import api_settings
 
+from ..conf import mcp_settings
+
 logger = logging.getLogger("django_mcp.drf")
 
 #: ``format`` values JSON Schema 2020-12 defines; OpenAPI's own (``decimal``, ``binary``, ``int64``...) go.
@@ -465,7 +467,43 @@ def serializer_schema(view: Any, path: str, method: str, serializer: Any, mode: 
     _blank_values(serializer, schema)
     if mode == "output":
         emitted_nulls(serializer, schema)
+    else:
+        _related_ids(serializer, schema)
+    _no_bounds_beside_enum(schema)
     return schema
+
+
+def _related_ids(serializer: Any, schema: dict[str, Any]) -> None:
+    """Say what a related field takes: the id (or slug) of which model, where the schema says only "integer"."""
+    props = (_object_part(schema) or {}).get("properties") or {}
+    for name, field in serializer.fields.items():
+        prop = props.get(name)
+        if not isinstance(prop, dict) or prop.get("description"):
+            continue
+        many = isinstance(field, serializers.ManyRelatedField)
+        relation = field.child_relation if many else field
+        model = getattr(getattr(relation, "queryset", None), "model", None)
+        if model is None or not isinstance(relation, serializers.RelatedField):
+            continue
+        meta = model._meta
+        key = relation.slug_field if isinstance(relation, serializers.SlugRelatedField) else "id"
+        if many:
+            prop["description"] = f"The {key}s of {meta.verbose_name_plural}."
+        else:
+            prop["description"] = f"The {key} of a {meta.verbose_name}."
+
+
+def _no_bounds_beside_enum(schema: Any) -> None:
+    """Leave out ``minimum``/``maximum`` where an ``enum`` lists every value (a choice field's column bounds)."""
+    if isinstance(schema, dict):
+        if "enum" in schema:
+            schema.pop("minimum", None)
+            schema.pop("maximum", None)
+        for value in schema.values():
+            _no_bounds_beside_enum(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _no_bounds_beside_enum(item)
 
 
 def emitted_nulls(serializer: Any, schema: dict[str, Any]) -> None:
@@ -610,7 +648,16 @@ def filterset_parameters(view: Any, backend_class: Any) -> list[tuple[str, dict[
                 params.append((widget.suffixed(name, suffix), _described(sub, field), False))
             continue
         params.append((name, _described(field, field), bool(field.required)))
+    if not mcp_settings.DRF_FILTER_LOOKUPS:
+        plain = set(filterset.form.fields)
+        params = [p for p in params if not _lookup_variant(p[0], plain)]
     return params
+
+
+def _lookup_variant(name: str, plain: set[str]) -> bool:
+    """``name`` is ``<filter>__<lookup>`` of another filter of the set (``name__ic`` beside ``name``)."""
+    base, sep, _lookup = name.rpartition("__")
+    return bool(sep) and base in plain
 
 
 def _described(field: Any, owner: Any) -> dict[str, Any]:
