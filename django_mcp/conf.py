@@ -385,7 +385,7 @@ SETTINGS: dict[str, Setting] = {
         (str, Callable, type(None)),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
         default=None,
     ),
-    # -- Engine security (issue 9: batches) --
+    # -- Engine security (batches) --
     # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
     "MAX_BATCH_SIZE": _int("django_mcp.E007", default=100),
     # -- Operations: shutdown, cleanup, health --
@@ -401,7 +401,7 @@ SETTINGS: dict[str, Setting] = {
     "SESSION_RETENTION": _seconds("django_mcp.E128", zero=True, default=86400),
     # Seconds each backend check of the health endpoint may take before it counts as down.
     "HEALTH_TIMEOUT": _seconds("django_mcp.E129", default=2),
-    # -- Sync code and the database (issue 9 d, f: django_mcp.sync, django_mcp.unavailable) --
+    # -- Sync code and the database (django_mcp.sync, django_mcp.unavailable) --
     # Threads running sync user code (tools, views, ModelResource reads, permission checks, templates)
     # per worker process; each holds a database connection: keep the total under max_connections.
     "SYNC_WORKERS": _int("django_mcp.E130", default=12),

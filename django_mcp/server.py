@@ -5,7 +5,7 @@ their ``mcp.py`` (autodiscovered), and more servers can be mounted at other
 paths. The server knows nothing of transports: it answers one request at a time
 for an ``Exchange`` that carries the revision, the caller and the outlet.
 
-The server is core (DESIGN.md §3): it imports no mapping. ``ModelResource``, view and
+The server is core (docs/architecture.md): it imports no mapping. ``ModelResource``, view and
 DRF tools and MCP tasks plug in through ``hooks`` when their module is imported, and
 ``DjangoMCPConfig.ready()`` imports them, so ``site.register(ModelResource)``,
 ``site.register_view`` and ``task="optional"`` work as documented.

@@ -4,7 +4,11 @@ The shapes tell ``protocol.shaping`` which members each revision knows, so a res
 built with the newest features is pruned exactly to what an older client's schema
 allows (no ``structuredContent`` to 2025-03-26, no ``icons`` to 2025-06-18, ...).
 
-Usage: python scripts/gen_shapes.py ../shared/spec > django_mcp/protocol/_shapes.py
+The schemas are the official ones (modelcontextprotocol/modelcontextprotocol, ``schema/<revision>/schema.json``),
+copied into ``scripts/spec/<revision>/``; add a revision's there to support it.
+
+Usage: python scripts/gen_shapes.py [scripts/spec] > django_mcp/protocol/_shapes.py
+(``tests/test_protocol.py`` checks the committed file is what this makes.)
 """
 
 from __future__ import annotations
@@ -71,5 +75,7 @@ def main(spec_dir: str) -> None:
     print(f"SHAPES: Final[dict[str, dict[str, Any]]] = {pprint.pformat(out, width=110, compact=True)}")
 
 
+SPEC = Path(__file__).resolve().parent / "spec"
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1] if len(sys.argv) > 1 else str(SPEC))

@@ -1,4 +1,4 @@
-"""Engine security over a real daphne: the batch cap and URI template values (issue 9, §1 items 2 and 4)."""
+"""Engine security over a real daphne: the batch cap and URI template values."""
 
 from __future__ import annotations
 

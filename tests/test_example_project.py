@@ -1,4 +1,4 @@
-"""The example library's permissions and object checks, through the shipped project (issue 9, §1 item 11).
+"""The example library's permissions and object checks, through the shipped project.
 
 A real daphne serves ``example_project`` exactly as ``make demo`` does (OAuth on, its demo
 data, ``demo_setup``'s accounts). Each caller holds a real OAuth access token for their own

@@ -94,7 +94,7 @@ def _function_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
 
 
 def test_imports_inside_functions_give_a_reason() -> None:
-    """An import stays inside a function only where app loading needs it, and says why (issue 17).
+    """An import stays inside a function only where app loading needs it, and says why.
 
     Anything else goes to the module's top. The reason is a ``# reason: ...`` comment on the
     import's line or on a comment line just above it, e.g. ``# reason: models need the app registry``.

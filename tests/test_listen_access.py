@@ -1,4 +1,4 @@
-"""``subscriptions/listen`` refuses exactly what ``resources/subscribe`` refuses (issue 9, §1 item 3).
+"""``subscriptions/listen`` refuses exactly what ``resources/subscribe`` refuses.
 
 A real daphne with ``AUTH = "oauth"`` serves ``tests.listenapp``: a static resource, a
 template and a ModelResource, each behind the ``secret:read`` scope and the Django

@@ -198,3 +198,19 @@ def test_fast_validation_agrees_with_the_wire_types(revision: str) -> None:
         except ProtocolError as exc:
             got = exc.code
         assert got == expected, (method, params)
+
+
+def test_the_shapes_are_generated_from_the_schemas_in_the_repository() -> None:
+    """django_mcp/protocol/_shapes.py is what scripts/gen_shapes.py makes of scripts/spec/<revision>/schema.json."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    made = subprocess.run(
+        [sys.executable, "scripts/gen_shapes.py"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    assert made == (root / "django_mcp" / "protocol" / "_shapes.py").read_text()
+    from django_mcp.protocol.versions import ALL_REVISIONS
+
+    assert sorted(p.name for p in (root / "scripts" / "spec").iterdir()) == sorted(ALL_REVISIONS)

@@ -1,4 +1,4 @@
-"""The session admin never prints a whole ``Mcp-Session-Id`` (issue 9, §1 item 10).
+"""The session admin never prints a whole ``Mcp-Session-Id``.
 
 Django's test client drives the real admin views (login, changelist, search, detail,
 history, delete pages, actions). Two users' sessions from two OAuth clients: every

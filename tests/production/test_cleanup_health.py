@@ -1,4 +1,4 @@
-"""``mcp_cleanup``, the bounded per-worker session cache and the health endpoint, on real workers (issue 9 §2 h, §5).
+"""``mcp_cleanup``, the bounded per-worker session cache and the health endpoint, on real workers.
 
 A daphne worker on its own Redis (channel layer and cache) gets thousands of sessions;
 its cache stays within ``SESSION_CACHE_SIZE`` (read from the worker's health endpoint),

@@ -1,4 +1,4 @@
-"""SIGTERM on real daphne, uvicorn and gunicorn workers with calls in flight (issue 9 §2 e), and rolling
+"""SIGTERM on real daphne, uvicorn and gunicorn workers with calls in flight, and rolling
 restarts behind the deployment guide's nginx.
 
 Every call in flight either finishes within ``SHUTDOWN_GRACE`` or gets an error it

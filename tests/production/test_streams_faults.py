@@ -1,4 +1,4 @@
-"""Faults under streams (issue 9 §2 a, b, c, g): two real workers behind the documented nginx,
+"""Faults under streams: two real workers behind the documented nginx,
 a private Redis the test kills and restarts, a fresh PostgreSQL database.
 
 Each scenario asserts its figures (events lost and duplicated, 5xx counts, seconds to recover)
