@@ -128,7 +128,7 @@ LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands dr
 	example_project example_project_client hot_path limits listen_access mcp_clients_endpoint mcp_inspect \
 	model_resources oauth_attacks oauth_flow oauth_introspection oauth_security oauth_swapped perf_paths \
 	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
-	audit_live limits_live switches_live telemetry
+	audit_live limits_live switches_live telemetry large_project
 DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
 # Within the end-to-end files the 6.x passes do run, tests marked version_independent (this package's own rules
 # through a live server: revocation, connection rules, bad options...) run on 5.2 only, like LIVE_ELSEWHERE.

@@ -347,6 +347,9 @@ def drf_tool(
     http_method = _method_for(cls, action, method)
     model = getattr(getattr(cls, "queryset", None), "model", None)
     base = basename or (model._meta.model_name if model is not None else _snake(cls.__name__).removesuffix("_view_set"))
+    # A viewset with get_queryset() only (no queryset attribute) still names its model in its serializer's Meta:
+    # its tools get the model's titles and descriptions ("List notes.") as the others do.
+    model = model or getattr(getattr(getattr(cls, "serializer_class", None), "Meta", None), "model", None)
     initkwargs: dict[str, Any] = {}
     detail = action in DETAIL_ACTIONS
     if is_viewset:
@@ -455,6 +458,13 @@ def drf_tool(
     if title is None and action in _ACTION_TITLE and model is not None:
         meta = model._meta
         title = _ACTION_TITLE[action].format(name=meta.verbose_name, plural=meta.verbose_name_plural)
+        title = title[:1].upper() + title[1:]
+    elif title is None and is_viewset and action not in STANDARD_ACTIONS:
+        # An extra @action: its own name= (DRF's, as the browsable API shows it), else its method's name, after
+        # the model's ("Gadget: bump"); host directories want every tool titled (W004).
+        extra_name = (getattr(getattr(cls, action or "", None), "kwargs", None) or {}).get("name")
+        words = str(extra_name or (action or "").replace("_", " "))
+        title = f"{model._meta.verbose_name}: {words}" if model is not None else words
         title = title[:1].upper() + title[1:]
 
     tool_holder: list[DRFTool] = []

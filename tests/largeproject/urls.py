@@ -1,0 +1,10 @@
+"""The project's own API at the root; everything of django_mcp under ``plugins/mcp/``."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("api/", include("tests.drfbig.urls")),
+    path("plugins/mcp/", include("django_mcp.urls")),
+]
