@@ -101,7 +101,7 @@ async def test_object_permissions_hold_on_every_read_path(large: Any, me: str, t
         assert listed == {f"django://objpermapp/ledger/{pk}" for pk in facts[me]}
         mine = await c.read_resource(f"django://objpermapp/ledger/{facts[me][0]}")
         assert me in mine.contents[0].text  # type: ignore[union-attr]
-        with pytest.raises(Exception, match="not found|Unknown|denied"):
+        with pytest.raises(Exception, match=r"not found|Unknown|denied"):
             await c.read_resource(f"django://objpermapp/ledger/{facts[them][0]}")
         ref = types.ResourceTemplateReference(type="ref/resource", uri="django://objpermapp/ledger/{pk}")
         completion = await c.complete(ref, {"name": "pk", "value": ""})

@@ -4,7 +4,7 @@ import copy
 import os
 
 from django_mcp.auth import oauth2_provider_settings
-from tests.settings import BASE_DIR, CACHES, CHANNEL_LAYERS, DATABASES, SECRET_KEY
+from tests.settings import BASE_DIR, CACHES, CHANNEL_LAYERS, DATABASES, SECRET_KEY  # noqa: F401  # settings
 from tests.settings import TEMPLATES as BASE_TEMPLATES
 
 DEBUG = False
