@@ -90,3 +90,32 @@ def test_the_catalog_of_a_large_api_stays_small() -> None:
     definitions = [tool.definition() for tool in server.tools.values()]
     assert len(json.dumps({"tools": definitions})) < 40_000
     assert max(len(json.dumps(d)) for d in definitions) < 6_000
+
+
+class DocumentedOut(serializers.ModelSerializer):  # type: ignore[misc]
+    """A gadget as the shop lists it: name, status and size."""
+
+    class Meta:
+        model = Gadget
+        fields = ["id", "name", "status", "size"]
+
+
+class UndocumentedViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+    queryset = Gadget.objects.all()
+    serializer_class = DocumentedOut
+    permission_classes = [permissions.AllowAny]
+
+
+def test_a_viewset_without_a_docstring_is_described_by_its_serializers() -> None:
+    """Read when the tool is registered, from the classes: no view is built, no database is asked."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        listing = drf_tool(UndocumentedViewSet, action="list", basename="shop")
+        own = drf_tool(WideViewSet, action="retrieve", basename="wide")
+    assert not queries.captured_queries
+    assert listing.description == "List gadgets.\n\nA gadget as the shop lists it: name, status and size."
+    assert own.description == "Get one gadget.\n\nGadgets, filterable every way."  # the viewset's own first
+    plain = drf_tool(UndocumentedViewSet, action="list", basename="shop", output_serializer=GadgetOut)
+    assert plain.description == "List gadgets."  # GadgetOut has no docstring; DRF's own classes' are never used
