@@ -119,3 +119,33 @@ def test_a_viewset_without_a_docstring_is_described_by_its_serializers() -> None
     assert own.description == "Get one gadget.\n\nGadgets, filterable every way."  # the viewset's own first
     plain = drf_tool(UndocumentedViewSet, action="list", basename="shop", output_serializer=GadgetOut)
     assert plain.description == "List gadgets."  # GadgetOut has no docstring; DRF's own classes' are never used
+
+
+def test_a_nested_serializer_that_takes_an_id_says_so_with_drf_spectacular() -> None:
+    """A writable nested serializer that takes an id on write (its own ``to_internal_value``, as large projects'
+    "writable nested" serializers do) is published as the project declares it (docs/views.md)."""
+    spectacular = pytest.importorskip("drf_spectacular.utils")
+    from tests.drfbig.models import Publisher
+
+    @spectacular.extend_schema_field({"type": "integer", "description": "The id of a publisher."})
+    class NestedPublisher(serializers.ModelSerializer):  # type: ignore[misc]
+        class Meta:
+            model = Publisher
+            fields = ["id", "name"]
+
+        def to_internal_value(self, data: Any) -> Any:
+            return Publisher.objects.get(pk=data)
+
+    class Writable(serializers.ModelSerializer):  # type: ignore[misc]
+        publisher = NestedPublisher()
+
+        class Meta:
+            model = Gadget
+            fields = ["id", "name", "publisher"]
+
+    class NestedViewSet(viewsets.ModelViewSet):  # type: ignore[misc]
+        queryset = Gadget.objects.all()
+        serializer_class = Writable
+
+    create = drf_tool(NestedViewSet, action="create", basename="nested").definition()["inputSchema"]
+    assert create["properties"]["publisher"] == {"type": "integer", "description": "The id of a publisher."}
