@@ -369,7 +369,7 @@ def stateless_revision(
         raise fail(ProtocolError(jsonrpc.INVALID_PARAMS, "protocolVersion must be a string"))
     if requested not in STATELESS_REVISIONS:
         raise fail(unsupported(requested))
-    if header is not None and request.method == "tools/call" and target is not None:
+    if header is not None and request.method == "tools/call" and target is not None and target.built():
         try:
             headers.check_params(target.input_schema, params.get("arguments"), header)
         except ProtocolError as exc:

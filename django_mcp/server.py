@@ -523,13 +523,13 @@ async def _list_tools(server: MCPServer, params: dict[str, Any], ex: Exchange) -
     if server.has_ui_tools and not extensions.supports_ui(ex.client_capabilities):
         return await _list_tools_without_apps(server, params, [t for t in server.tools.values() if not t.app_only], ex)
     if not server.has_task_tools or ex.stateless:
-        items = [t.definition() for t in server.tools.values() if await visible(t, ex)]
+        items = [t.definition() for t in server.tools.values() if await visible(t, ex) and t.built()]
         return server.page(items, params, "tools", "tools")
     # 2025-11-25 announces each tool's task support; older clients cannot run a task-only tool.
     tasks_era = at_least(ex.revision, "2025-11-25")
     items = []
     for t in server.tools.values():
-        if (t.task_support == "required" and not tasks_era) or not await visible(t, ex):
+        if (t.task_support == "required" and not tasks_era) or not await visible(t, ex) or not t.built():
             continue
         d = t.definition()
         if tasks_era and t.task_support:
@@ -545,7 +545,11 @@ async def _list_tools_without_apps(
     tasks_era = server.has_task_tools and not ex.stateless and at_least(ex.revision, "2025-11-25")
     items = []
     for t in tools:
-        if (t.task_support == "required" and not ex.stateless and not tasks_era) or not await visible(t, ex):
+        if (
+            (t.task_support == "required" and not ex.stateless and not tasks_era)
+            or not await visible(t, ex)
+            or not t.built()
+        ):
             continue
         d = t.definition()
         meta = d.get("_meta")
@@ -570,6 +574,13 @@ async def _call_tool(server: MCPServer, params: dict[str, Any], ex: Exchange) ->
         or not await visible(tool, ex)
     ):
         raise InvalidParams(f"Unknown tool: {name}", {"name": name})
+    if not tool.built():
+        return {
+            "content": [
+                {"type": "text", "text": f"Tool {name!r} is not available: it is misconfigured on the server."}
+            ],
+            "isError": True,
+        }
     try:
         kwargs = tool.parse_arguments(params.get("arguments"))
     except ValidationError as exc:

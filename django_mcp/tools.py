@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
 import mcp_types
-from django.db import connections
+from django.db import DatabaseError, connections
 from pydantic import BaseModel, TypeAdapter
 
 from . import project_middleware, rates
@@ -34,6 +35,8 @@ from .sync import user_pool
 from .writelock import tool_transaction
 
 R = TypeVar("R")
+
+logger = logging.getLogger("django_mcp.tools")
 
 #: Attributes a deferred tool (``Tool.deferred``) builds on first read.
 _DEFERRED = frozenset({"input_schema", "input_model", "output_schema", "output_adapter", "wrap_output"})
@@ -181,6 +184,22 @@ class Tool(Guard):
     def prepare(self) -> None:
         """Build a deferred tool's schemas now (``manage.py check`` does, to report what is wrong)."""
         _ = self.input_model
+
+    def built(self) -> bool:
+        """Whether the schemas are there, a deferred tool building them now. One whose build fails (a write view
+        without a serializer...) is logged and left out of ``tools/list`` rather than failing every tool's listing
+        (``manage.py check`` reports it as ``E010``); it is tried again next time. A database error is raised: the
+        caller answers that the service is unavailable, as for any query."""
+        if "input_model" in self.__dict__:
+            return True
+        try:
+            self.prepare()
+        except DatabaseError:
+            raise
+        except Exception:
+            logger.exception("Tool %r is left out: its schemas cannot be built (manage.py check says why)", self.name)
+            return False
+        return True
 
     @property
     def read_only(self) -> bool:

@@ -90,3 +90,62 @@ def test_the_catalog_of_a_large_api_stays_small() -> None:
     definitions = [tool.definition() for tool in server.tools.values()]
     assert len(json.dumps({"tools": definitions})) < 40_000
     assert max(len(json.dumps(d)) for d in definitions) < 6_000
+
+
+class DocumentedOut(serializers.ModelSerializer):  # type: ignore[misc]
+    """A gadget as the shop lists it: name, status and size."""
+
+    class Meta:
+        model = Gadget
+        fields = ["id", "name", "status", "size"]
+
+
+class UndocumentedViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[misc]
+    queryset = Gadget.objects.all()
+    serializer_class = DocumentedOut
+    permission_classes = [permissions.AllowAny]
+
+
+def test_a_viewset_without_a_docstring_is_described_by_its_serializers() -> None:
+    """Read when the tool is registered, from the classes: no view is built, no database is asked."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        listing = drf_tool(UndocumentedViewSet, action="list", basename="shop")
+        own = drf_tool(WideViewSet, action="retrieve", basename="wide")
+    assert not queries.captured_queries
+    assert listing.description == "List gadgets.\n\nA gadget as the shop lists it: name, status and size."
+    assert own.description == "Get one gadget.\n\nGadgets, filterable every way."  # the viewset's own first
+    plain = drf_tool(UndocumentedViewSet, action="list", basename="shop", output_serializer=GadgetOut)
+    assert plain.description == "List gadgets."  # GadgetOut has no docstring; DRF's own classes' are never used
+
+
+def test_a_nested_serializer_that_takes_an_id_says_so_with_drf_spectacular() -> None:
+    """A writable nested serializer that takes an id on write (its own ``to_internal_value``, as large projects'
+    "writable nested" serializers do) is published as the project declares it (docs/views.md)."""
+    spectacular = pytest.importorskip("drf_spectacular.utils")
+    from tests.drfbig.models import Publisher
+
+    @spectacular.extend_schema_field({"type": "integer", "description": "The id of a publisher."})
+    class NestedPublisher(serializers.ModelSerializer):  # type: ignore[misc]
+        class Meta:
+            model = Publisher
+            fields = ["id", "name"]
+
+        def to_internal_value(self, data: Any) -> Any:
+            return Publisher.objects.get(pk=data)
+
+    class Writable(serializers.ModelSerializer):  # type: ignore[misc]
+        publisher = NestedPublisher()
+
+        class Meta:
+            model = Gadget
+            fields = ["id", "name", "publisher"]
+
+    class NestedViewSet(viewsets.ModelViewSet):  # type: ignore[misc]
+        queryset = Gadget.objects.all()
+        serializer_class = Writable
+
+    create = drf_tool(NestedViewSet, action="create", basename="nested").definition()["inputSchema"]
+    assert create["properties"]["publisher"] == {"type": "integer", "description": "The id of a publisher."}

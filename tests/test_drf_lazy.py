@@ -88,20 +88,33 @@ def test_check_reports_a_tool_whose_schema_cannot_be_built(tmp_path: Path) -> No
 
 async def test_a_channels_server_builds_the_schema_on_its_first_tools_list(tmp_path: Path) -> None:
     """Under daphne the first ``tools/list`` runs on the event loop, where Django refuses a query: the build (with
-    the viewset's query) runs on a thread of its own, once, and both eras list and call the tool."""
+    the viewset's query) runs on a thread of its own, once, and both eras list and call the tool. A tool whose
+    schema cannot be built (``manage.py check``'s E010) is left out of the list, not the whole list with it, and a
+    call to it answers a tool error."""
     from tests.callers import MODES, client
     from tests.conftest import server_env, start_server
 
-    server = start_server(server_env(tmp_path, db="sqlite", settings="tests.settings_lazy"), tmp_path / "d.log")
+    env = server_env(tmp_path, db="sqlite", settings="tests.settings_lazy", MCP_LAZY_BROKEN="1")
+    server = start_server(env, tmp_path / "d.log")
     try:
         for mode in MODES:
             async with client(server.url, mode) as c:
                 tools = {t.name: t for t in (await c.list_tools()).tools}
                 listed = tools["flagged_item_list"]
                 assert listed.output_schema is not None
+                assert "bodyless_create" not in tools
                 result = await c.call_tool("flagged_item_list", {})
                 assert not result.is_error and result.structured_content is not None
+                broken = await c.call_tool("bodyless_create", {})
+                assert broken.is_error
+                assert (
+                    broken.content[0].text
+                    == "Tool 'bodyless_create' is not available: it is misconfigured on the server."
+                )  # type: ignore[union-attr]
     finally:
         server.stop()
     log = server.log.read_text(errors="replace")
-    assert "Traceback" not in log and "SynchronousOnlyOperation" not in log, log[-3000:]
+    assert "SynchronousOnlyOperation" not in log, log[-3000:]
+    # Logged with what is wrong (each time it is tried), and no other traceback.
+    assert "Tool 'bodyless_create' is left out" in log and "has no serializer for its POST body" in log, log[-3000:]
+    assert log.count("Traceback") == log.count("Tool 'bodyless_create' is left out"), log[-3000:]

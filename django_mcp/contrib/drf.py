@@ -294,6 +294,18 @@ def _request_serializer(view: Any) -> Any:
         return None
 
 
+def _serializer_doc(spec: Any) -> str | None:
+    """The docstring of a serializer class (or of a view's static ``serializer_class``): read without building the
+    view, so registering needs no database. A class without a docstring of its own gives None."""
+    serializer = getattr(spec, "serializer_class", spec)
+    serializer = getattr(serializer, "child", serializer)  # many=True
+    serializer = serializer if isinstance(serializer, type) else type(serializer)
+    if not issubclass(serializer, serializers.BaseSerializer) or serializer.__module__.startswith("rest_framework."):
+        return None
+    doc = serializer.__dict__.get("__doc__")
+    return doc if isinstance(doc, str) else None
+
+
 def _lookup_schema(view: Any, name: str) -> dict[str, Any]:
     model = getattr(getattr(view, "queryset", None), "model", None)
     schema: dict[str, Any] = {"type": "string"}
@@ -450,7 +462,11 @@ def drf_tool(
         if action in _ACTION_TEXT and model is not None:
             meta = model._meta
             lines.append(_ACTION_TEXT[action].format(name=meta.verbose_name, plural=meta.verbose_name_plural))
-        doc = own or cls.__doc__
+        doc = (
+            own
+            or cls.__doc__
+            or _serializer_doc(next(s for s in (output_serializer, input_serializer, cls) if s is not None))
+        )
         if doc:
             lines.append(inspect.cleandoc(doc))
         description = "\n\n".join(lines) or None
