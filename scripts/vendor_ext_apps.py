@@ -45,8 +45,9 @@ def vendored(package: Path = PACKAGE) -> dict[str, str]:
     digest = hashlib.sha256(source.encode()).hexdigest()
     header = (
         f"// @modelcontextprotocol/ext-apps {meta['version']} dist/src/app.js (sha256 {digest}) with what it uses\n"
-        f"// of its dependencies, bundled by esbuild {esbuild}. {meta.get('license', '')} licensed (LICENSE.ext-apps.txt\n"
-        "// beside this file), by the Model Context Protocol project. Vendored by scripts/vendor_ext_apps.py.\n"
+        f"// of its dependencies, bundled by esbuild {esbuild}. {meta.get('license', '')} licensed\n"
+        "// (LICENSE.ext-apps.txt beside this file), by the Model Context Protocol project.\n"
+        "// Vendored by scripts/vendor_ext_apps.py.\n"
     )
     return {BUNDLE: header + bundle, LICENSE: (package / "LICENSE").read_text()}
 
