@@ -120,10 +120,11 @@ pg-redis: venv node browser
 		-m "not production and not conformance and not own_config"
 
 # Django 6.1 (Python 3.13) and 6.0 (Python 3.12); the default venv has Django 5.2 LTS. On each: the tests that run
-# in process, and one end-to-end file per serving mode (the SDK client against daphne, WSGI under gunicorn and
-# uvicorn, stdio, legacy SSE in dev mode, tasks on a real db_worker with native django.tasks). The other live-server
-# files exercise the same code through the network, which does not depend on Django's version: they run on 5.2,
-# on SQLite and on PostgreSQL + Redis. So do the production fault tests and the conformance runs.
+# in process, one end-to-end file per serving mode (the SDK client against daphne, WSGI under gunicorn and
+# uvicorn, stdio, legacy SSE in dev mode, tasks on a real db_worker with native django.tasks), and the package's
+# admin pages in Chromium (test_audit_browser, test_admin_browser: the admin's templates and CSS change with
+# Django). The other live-server files exercise the same code through the network, which does not depend on
+# Django's version: they run on 5.2, on SQLite and on PostgreSQL + Redis. So do the production fault tests and the conformance runs.
 LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands drf_tools engine_security \
 	example_project example_project_client hot_path limits listen_access mcp_clients_endpoint mcp_inspect \
 	model_resources oauth_attacks oauth_flow oauth_introspection oauth_security oauth_swapped perf_paths \

