@@ -56,3 +56,14 @@ class Later:
                 callback()
             except Exception:  # one failing callback must not starve the others
                 logger.exception("django_mcp: delayed callback failed")
+
+
+def uncancel(task: asyncio.Task[object] | None) -> None:
+    """Forget a cancellation that was handled, so later timeouts in ``task`` behave (Python 3.11+).
+
+    The engine answers a client's cancellation itself and a timeout swallows its own: the task
+    must then stop counting as "being cancelled", or the next ``asyncio.timeout`` in it misfires.
+    """
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is not None and cancelling():
+        task.uncancel()  # type: ignore[union-attr]  # 3.11+, like cancelling()

@@ -7,8 +7,9 @@ Django's own ASGI handler without Channels: ``mcp_view``, the same as an async v
 (``re_path(r"^mcp/?$", mcp_view)``; it also works under WSGI, through ``async_to_sync``).
 
 It shares everything but the bytes with the Channels consumer: the HTTP request guards
-(``transports.guards``), the envelope, session and batch rules (``dispatch``) and the
-engine. What it does not offer is what needs a stream held open after the response
+(``transports.guards``), what a request comes to (``transports.streamable``: the era,
+202s, DELETE, the answer to an exception), the envelope, session and batch rules
+(``dispatch``) and the engine. What it does not offer is what needs a stream held open after the response
 (see ``docs/transports.md``): a GET stream (405), ``subscriptions/listen`` (-32601,
 404), server-to-client requests in the handshake era (the engine's -32600 "cannot
 carry"), resource subscriptions (-32601) and the legacy HTTP+SSE transport; the
@@ -30,17 +31,17 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from . import browsable, dispatch, heap
-from .auth.challenge import Challenge
 from .conf import mcp_settings
-from .dispatch import Caller, Rejected
+from .dispatch import Caller
 from .protocol import jsonrpc
 from .protocol.jsonrpc import ProtocolError
-from .protocol.versions import ALL_REVISIONS, STATELESS_REVISIONS
+from .protocol.versions import STATELESS_REVISIONS
 from .routing import long_lived
 from .server import MCPServer
-from .sessions import SessionState, prefetch, prefetched, store
-from .transports import guards
-from .transports.base import BODILESS, JSON_CT, SSE_CT, HTTPError, sse_event
+from .sessions import SessionState, prefetch, prefetched
+from .transports import guards, streamable
+from .transports.base import SSE_CT, sse_event
+from .transports.streamable import Answer
 
 #: Methods WSGI mode does not offer: they need a stream held open after the response.
 HELD = frozenset({"subscriptions/listen", "resources/subscribe", "resources/unsubscribe"})
@@ -150,59 +151,36 @@ class ViewRequest:
             raise guards.too_large()
         return body
 
-    async def find_session(self, request_id: Any = None, version: str | None = None) -> SessionState:
-        return await dispatch.find_session(self.header(b"mcp-session-id"), self.caller(), request_id, version)
-
-    # -- answers -------------------------------------------------------------------------------
-    def json(
-        self, status: int, payload: Any, session: SessionState | None = None, early: BufferedOutlet | None = None
-    ) -> HttpResponse:
-        if early is not None and early.messages:  # notifications first: the response is an SSE stream
-            body = b"".join(sse_event(data) for data in [*early.messages, jsonrpc.dumps(payload)])
-            response = _sized(body, 200, SSE_CT)
-            response["Cache-Control"] = "no-cache"
-        else:
-            response = _sized(jsonrpc.dumps(payload), status, JSON_CT)
-        if session is not None:
-            response["Mcp-Session-Id"] = session.id
-        return response
-
     # -- POST ----------------------------------------------------------------------------------
     async def post(self) -> HttpResponse:
         guards.check_post(self.headers)
-        payload = dispatch.parse(self.read_body())
-        version = self.header(b"mcp-protocol-version")
-        if dispatch.is_stateless_post(payload, version, self.header(b"mcp-session-id")):
-            return await self.stateless(payload, version)
-        return await self.handshake(payload, version)
-
-    async def stateless(self, payload: Any, version: str | None) -> HttpResponse:
-        incoming = dispatch.stateless_request(payload, version, lambda name: self.header(name.encode()), self.server)
-        if incoming is None:
-            return _empty(202)
-        message, revision, target = incoming
+        outcome = await streamable.post(self.server, self.headers, self.read_body(), self.caller(), self.run_batched)
+        if isinstance(outcome, Answer):
+            return _response(outcome)
         early = BufferedOutlet()
-        response = await self.run(message, None, revision, target, early)
+        response = await self.run(outcome.request, outcome.session, outcome.revision, outcome.target, early)
         if response is None:
-            return _empty(202)
-        return self.json(dispatch.status_for(response), response, early=early)
+            return _response(streamable.empty_answer(202))
+        if early.messages:  # notifications first: the response is an SSE stream, written now the call is over
+            return self.sse(response, outcome.session, early)
+        return _response(streamable.reply(outcome, response))
 
-    async def handshake(self, payload: Any, version: str | None) -> HttpResponse:
-        post = await dispatch.handshake_post(
-            self.server, payload, version, self.header(b"mcp-session-id"), self.caller(), self.run
-        )
-        session = post.session
-        if post.request is not None:
-            early = BufferedOutlet()
-            answer = await self.run(post.request, session, session.revision, outlet=early)
-            return _empty(202) if answer is None else self.json(200, answer, session, early)
-        return _empty(202) if post.body is None else self.json(200, post.body, session)
+    def sse(self, payload: Any, session: SessionState | None, early: BufferedOutlet) -> HttpResponse:
+        body = b"".join(sse_event(data) for data in [*early.messages, jsonrpc.dumps(payload)])
+        headers = [(b"content-type", SSE_CT), (b"content-length", b"%d" % len(body)), (b"cache-control", b"no-cache")]
+        if session is not None:
+            headers.append((streamable.SESSION_HEADER, session.id.encode()))
+        return _response(Answer(200, headers, body))
+
+    async def run_batched(self, request: jsonrpc.Request, session: SessionState) -> dict[str, Any] | None:
+        """One request of a batch: answered inside the batch's JSON array, what it emits dropped."""
+        return await self.run(request, session, session.revision)
 
     async def run(
         self,
         request: jsonrpc.Request,
         session: SessionState | None,
-        revision: str | None = None,
+        revision: str,
         target: Any = dispatch.UNSET,
         outlet: BufferedOutlet | None = None,
     ) -> dict[str, Any] | None:
@@ -213,39 +191,26 @@ class ViewRequest:
                 f"Method not found: {request.method} needs a held stream, which WSGI mode does not offer",
             )
             return jsonrpc.error_message(request.id, error)
-        rev = revision or (session.revision if session else ALL_REVISIONS[-1])
-        return await dispatch.handle(self.server, request, rev, session, self.caller(), outlet, target)
-
-    # -- DELETE ---------------------------------------------------------------------------------
-    async def delete(self) -> HttpResponse:
-        if self.header(b"mcp-protocol-version") in STATELESS_REVISIONS:
-            raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
-        session = await self.find_session()
-        await store.end(session.id, self.caller().transport)
-        return _empty(200)
+        return await dispatch.handle(self.server, request, revision, session, self.caller(), outlet, target)
 
 
-def _sized(body: bytes, status: int, content_type: bytes) -> HttpResponse:
-    """A reply whose whole body is in hand, with its length (not chunked), whatever the project's middleware."""
-    response = HttpResponse(body, status=status, content_type=content_type.decode())
-    response["Content-Length"] = len(body)
-    return response
+#: How Django names the headers the view has always sent (the rest go out as ``streamable`` spells them).
+_NAMES = {
+    b"content-type": "Content-Type",
+    b"content-length": "Content-Length",
+    b"mcp-session-id": "Mcp-Session-Id",
+    b"cache-control": "Cache-Control",
+    b"allow": "Allow",
+}
 
 
-def _empty(status: int, allow: bytes | None = None) -> HttpResponse:
-    response = HttpResponse(status=status)
-    del response["Content-Type"]
-    if status not in BODILESS:
-        response["Content-Length"] = 0
-    if allow is not None:
-        response["Allow"] = allow.decode()
-    return response
-
-
-def _error(exc: Rejected) -> HttpResponse:
-    response = _sized(jsonrpc.dumps(exc.message()), exc.status, JSON_CT)
-    for name, value in getattr(exc, "headers", None) or ():
-        response[name.decode("latin-1")] = value.decode("latin-1")
+def _response(answer: Answer) -> HttpResponse:
+    """A ``streamable`` answer as a Django response: its own headers only, its body with its length."""
+    response = HttpResponse(answer.body, status=answer.status)
+    del response["Content-Type"]  # Django's default; the answer says its own (an empty reply has none)
+    names = _NAMES
+    for name, value in answer.headers:
+        response[names.get(name) or name.decode("latin-1")] = value.decode("latin-1")
     return response
 
 
@@ -262,7 +227,7 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
         try:
             guards.check_origin(exchange.scope, exchange.headers)
             if method == "OPTIONS":
-                return _empty(204, ALLOW)
+                return _response(streamable.empty_answer(204, [(b"allow", ALLOW)]))
             await guards.authenticate(exchange.scope, exchange.headers)
             caller = exchange.scope.get("user")
             if caller is not None:  # what the project's middleware reads after the view (its own calls: per call)
@@ -270,21 +235,19 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
             if method == "POST":
                 return await exchange.post()
             if method == "DELETE":
-                return await exchange.delete()
+                return _response(await streamable.delete(exchange.headers, exchange.caller()))
             if method == "GET":
                 # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405, which
                 # every handshake-era SDK session asks for once; Django would log each as a warning.
-                quiet = _error(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
+                quiet = _response(
+                    streamable.refused(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
+                )
                 quiet._has_been_logged = True  # type: ignore[attr-defined]  # django.utils.log.log_response's mark
                 return quiet
             raise guards.method_not_allowed(method, ALLOW)
-        except Rejected as exc:
-            return _error(exc)
-        except Challenge as challenge:
-            return _error(dispatch.challenge_rejection(challenge))
-        except Exception as exc:
+        except Exception as exc:  # a refusal, a challenge, or logged by guards.failure (503/500)
             with contextlib.suppress(Exception):
-                return _error(guards.failure(exc))
+                return _response(streamable.failed(exc))
             raise
     finally:
         long_lived.reset(token)

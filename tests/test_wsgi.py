@@ -331,3 +331,34 @@ def test_the_view_gives_every_buffered_reply_its_length(settings: Any) -> None:
         assert response["Content-Length"] == str(len(response.content)), response.headers
     preflight = client.options("/mcp/")
     assert preflight.status_code == 204 and not preflight.has_header("Content-Length")
+
+
+def test_both_front_ends_answer_alike(gunicorn: LiveServer, mcp_server: LiveServer) -> None:
+    """The Channels consumer and the WSGI view render one core: the same statuses, framing and bodies."""
+    stateless = {"mcp-protocol-version": "2026-07-28"}
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}
+
+    def requests(server: LiveServer) -> list[httpx.Response]:
+        url, sid = server.url, initialize(server)
+        return [
+            httpx.delete(url, headers=stateless),  # 405: no sessions in 2026-07-28
+            httpx.delete(url),  # 400: no Mcp-Session-Id
+            httpx.delete(url, headers={"mcp-session-id": "nope"}),  # 404
+            post(server, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **{"mcp-session-id": sid}),
+            post(server, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, **{"mcp-session-id": sid}),
+            post(
+                server, call | {"params": {**call["params"], "_meta": {}}}, **stateless, **{"mcp-method": "tools/call"}
+            ),
+            httpx.post(url, content=b"{", headers={"content-type": "application/json", "accept": ACCEPT}),
+            httpx.delete(url, headers={"mcp-session-id": sid}),  # 200, then the session is gone
+            post(server, {"jsonrpc": "2.0", "id": 4, "method": "ping"}, **{"mcp-session-id": sid}),
+        ]
+
+    def seen(r: httpx.Response) -> tuple[Any, ...]:
+        length = r.headers.get("content-length")
+        assert length is not None and int(length) == len(r.content), r.headers  # sized, never chunked
+        return r.status_code, r.headers.get("content-type"), "mcp-session-id" in r.headers, r.content
+
+    wsgi, channels = requests(gunicorn), requests(mcp_server)
+    assert [r.status_code for r in wsgi] == [405, 400, 404, 202, 200, 400, 400, 200, 404], [r.text for r in wsgi]
+    assert [seen(r) for r in wsgi] == [seen(r) for r in channels]

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from ..conf import mcp_settings
 from ..engine import engine
-from ..later import Later
+from ..later import Later, uncancel
 from ..middleware import Call, CallNext
 from .limits import becomes_task
 
@@ -90,7 +90,7 @@ class Timeouts:
         except asyncio.CancelledError:
             if not expired:
                 raise  # cancelled from outside (shutdown, the client): not ours to answer
-            _uncancel(task)
+            uncancel(task)
             call.exchange.cancelled.set()  # a sync tool still running can see it and stop
             return timed_out(call, seconds)
         finally:
@@ -99,18 +99,11 @@ class Timeouts:
             elif handle is not None:
                 handle.cancel()
         if expired:  # the inner code swallowed the cancellation (a client's cancel answers None)
-            _uncancel(task)
+            uncancel(task)
             if response is not None:
                 call.exchange.cancelled.set()
                 return timed_out(call, seconds)
         return response
-
-
-def _uncancel(task: asyncio.Task[Any]) -> None:
-    """Python 3.11+: the cancellation was ours and is handled, so the task is no longer being cancelled."""
-    uncancel = getattr(task, "uncancel", None)
-    if uncancel is not None:
-        uncancel()
 
 
 __all__ = ["Timeouts", "deadline", "timed_out"]

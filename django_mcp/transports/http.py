@@ -7,10 +7,11 @@ GET opens a session's standalone SSE stream or resumes one with
 ``Last-Event-ID``; DELETE ends a session. Requests carrying
 ``MCP-Protocol-Version: 2026-07-28`` are stateless and need no session.
 
-The consumer keeps bytes, streams and status codes: what a POST body comes to is
-the door's (``dispatch``), what a resumable stream carries and when it ends is
-``transports.resumable``'s. It reads the body itself (to refuse oversized bodies
-before buffering them) and watches for the client going away while a request runs.
+The consumer moves bytes and runs streams: what a request comes to (status, headers,
+body, or a request to run) is ``transports.streamable``'s, shared with the WSGI view;
+what a resumable stream carries and when it ends is ``transports.resumable``'s. It
+reads the body itself (to refuse oversized bodies before buffering them) and watches
+for the client going away while a request runs.
 """
 
 from __future__ import annotations
@@ -22,36 +23,24 @@ from typing import Any
 from channels.generic.http import AsyncHttpConsumer
 
 from .. import browsable, dispatch
-from ..auth.challenge import Challenge
 from ..conf import mcp_settings
 from ..dispatch import Caller, Rejected
-from ..drain import HEADERS as DRAIN_HEADERS
 from ..drain import drain, shutdown_error
-from ..later import Later
+from ..later import Later, uncancel
 from ..protocol import jsonrpc
-from ..protocol.versions import ALL_REVISIONS, STATELESS_REVISIONS
 from ..server import MCPServer
-from ..sessions import SessionState, store
-from . import guards, resumable
-from .base import BODILESS, JSON_CT, SSE_CT, HTTPError
+from ..sessions import SessionState
+from . import guards, resumable, streamable
+from .base import SSE_CT, HTTPError
 from .stateless import StatelessMixin
+from .streamable import VERSION_HEADER, Answer, Run
 
-SESSION_HEADER = b"mcp-session-id"
-VERSION_HEADER = b"mcp-protocol-version"
-ZERO_LENGTH = (b"content-length", b"0")
 #: Requests still running after 10 ms start watching for the client going away.
 _slow = Later(0.01)
 
 
 class ClientGone(Exception):
     """The client hung up before its request body arrived: nothing to answer, nothing to log."""
-
-
-def _uncancel(task: asyncio.Task[Any]) -> None:
-    """Python 3.11+: forget a cancellation the request handled, so later timeouts in this task behave."""
-    cancelling = getattr(task, "cancelling", None)
-    if cancelling is not None and cancelling():
-        task.uncancel()  # type: ignore[attr-defined]  # 3.11+, like cancelling()
 
 
 class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # channels ships no type hints
@@ -90,10 +79,6 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         drain.install()
         try:
             await self.dispatch_http(scope["method"])
-        except Rejected as exc:
-            await self.error_response(exc)
-        except Challenge as challenge:
-            await self.error_response(dispatch.challenge_rejection(challenge))
         except ClientGone:
             # Not an error of ours or the client's (wrk ending a run, a host timing out): raised into the
             # server, it would log "Exception in ASGI application" with a traceback for each one.
@@ -102,12 +87,12 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             # Shutdown cancelled work that had not answered yet (a batch): a retryable 503, not silence.
             if not drain.draining or self.responded or not self.connected:
                 raise
-            _uncancel(asyncio.current_task())  # type: ignore[arg-type]  # we are inside a task
-            await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
-        except Exception as exc:  # noqa: BLE001 - logged by guards.failure, answered 503 or 500
-            error = guards.failure(exc)  # 503 + Retry-After for an unavailable backend, else 500
+            uncancel(asyncio.current_task())
+            await self.write(streamable.draining())
+        except Exception as exc:  # noqa: BLE001 - a refusal, a challenge, or logged by guards.failure (503/500)
+            answer = streamable.failed(exc)
             with contextlib.suppress(Exception):
-                await self.error_response(error)
+                await self.write(answer)
 
     def header(self, name: bytes) -> str | None:
         value = self._headers.get(name)
@@ -131,29 +116,24 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         except Exception:  # noqa: BLE001 - the connection went away under us, whatever the server raised
             self.connected = False
 
-    async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        body = jsonrpc.dumps(payload)
-        # Content-Length, not chunked: the server then writes the reply in one piece, not a chunk and a
-        # terminator apart (one send() and one TCP segment fewer: about a tenth more trivial calls on uvicorn).
-        length = (b"content-length", b"%d" % len(body))
-        headers = [(b"content-type", JSON_CT), length, *extra] if extra else [(b"content-type", JSON_CT), length]
+    async def write(self, answer: Answer) -> None:
+        """A whole reply from ``streamable``, with its Content-Length: the server writes it in one piece."""
         # What send_headers/send_body do, minus a layer of coroutines each.
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        await self.send({"type": "http.response.start", "status": answer.status, "headers": answer.headers})
         if self.connected:
             try:
-                await self.send({"type": "http.response.body", "body": body})
+                await self.send({"type": "http.response.body", "body": answer.body})
             except Exception:  # noqa: BLE001 - the connection went away under us, as in safe_body
                 self.connected = False
 
+    async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        await self.write(streamable.json_answer(status, payload, extra))
+
     async def error_response(self, exc: Rejected) -> None:
-        await self.json_response(exc.status, exc.message(), getattr(exc, "headers", None))
+        await self.write(streamable.refused(exc))
 
     async def empty_response(self, status: int, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        headers = list(extra or ())
-        if status not in BODILESS:  # an explicit empty body (202, 200), not chunked
-            headers.append(ZERO_LENGTH)
-        await self.send_headers(status=status, headers=headers)
-        await self.safe_body(b"")
+        await self.write(streamable.empty_answer(status, extra))
 
     # -- routing by HTTP method ---------------------------------------------------------
     async def dispatch_http(self, method: str) -> None:
@@ -187,10 +167,6 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         language = self.header(b"accept-language")
         return Caller.authenticated(self.scope.get("user"), auth, language, self.scope, self.transport)
 
-    async def find_session(self, request_id: Any = None, version: str | None = None) -> SessionState:
-        """The caller's session named by ``Mcp-Session-Id`` (400 without one, 404 if not the caller's)."""
-        return await dispatch.find_session(self.header(b"mcp-session-id"), self.caller(), request_id, version)
-
     def accepts(self, *types: bytes) -> bool:
         return guards.accepts(self._headers, *types)
 
@@ -223,50 +199,32 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
     # -- POST -----------------------------------------------------------------------------
     async def handle_post(self) -> None:
         guards.check_post(self._headers)  # 415, 406, and 413 for a declared length over the limit
-        payload = dispatch.parse(await self.read_body())
-        if drain.refusing and dispatch.has_request(payload):
-            await self.json_response(503, shutdown_error(jsonrpc.id_of(payload)), DRAIN_HEADERS)
-            return
-        version = self.header(VERSION_HEADER)
-        if dispatch.is_stateless_post(payload, version, self.header(SESSION_HEADER)):
-            await self.handle_stateless_post(payload, version)
-            return
-        await self.handle_handshake_post(payload, version)
-
-    async def handle_handshake_post(self, payload: Any, version: str | None) -> None:
-        post = await dispatch.handshake_post(
-            self.get_server(), payload, version, self.header(SESSION_HEADER), self.caller(), self.run_batched
-        )
-        if post.request is not None:
-            await self.run_request(post.request, post.session)
-        elif post.body is None:
-            await self.empty_response(202)
+        body = await self.read_body()
+        outcome = await streamable.post(self.get_server(), self._headers, body, self.caller(), self.run_batched)
+        if isinstance(outcome, Answer):
+            await self.write(outcome)
+        elif outcome.stateless and outcome.request.method == "subscriptions/listen":
+            await self.listen(outcome.request, outcome.revision)
         else:
-            await self.json_response(200, post.body, [(SESSION_HEADER, post.session.id.encode())])
+            await self.run_request(outcome)
 
     async def run_batched(self, request: jsonrpc.Request, session: SessionState) -> dict[str, Any] | None:
         """One request of a batch: answered inside the batch's JSON array, never streamed."""
         return await dispatch.handle(self.get_server(), request, session.revision, session, self.caller())
 
-    async def run_request(
-        self,
-        request: jsonrpc.Request,
-        session: SessionState | None,
-        revision: str | None = None,
-        cancel_on_close: bool = False,
-        target: Any = dispatch.UNSET,
-    ) -> None:
+    async def run_request(self, run: Run) -> None:
         """Run one request; answer JSON, or SSE if the handler emitted something first.
 
         The handler runs in this consumer's own task (no task per request); a client's
         cancellation cancels this task while the handler runs, and the engine turns that
         into a None response. A cancellation by the server (shutdown) answers a retryable
         error instead: 503 before anything was sent, an error event on a started stream.
+        In the stateless era, the client going away cancels the call.
         """
         server = self.get_server()
-        stream = resumable.PostResponseStream(self, session.id if session else None, request.id)
-        rev = revision or (session.revision if session else ALL_REVISIONS[-1])
+        request, session, cancel_on_close = run.request, run.session, run.stateless
         sid = session.id if session else None
+        stream = resumable.PostResponseStream(self, sid, request.id)
         task = asyncio.current_task()
         assert task is not None
         handling = True
@@ -288,7 +246,9 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         interrupted = False
         try:
             try:
-                response = await dispatch.handle(server, request, rev, session, self.caller(), stream, target)
+                response = await dispatch.handle(
+                    server, request, run.revision, session, self.caller(), stream, run.target
+                )
             except asyncio.CancelledError:
                 # The engine answers a client's cancellation with None itself; a raised cancellation
                 # is the server's (shutdown): the client gets an error it can retry, never silence.
@@ -298,7 +258,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
                 _slow.discard(self)
                 dispatch.untrack(self, sid)
             if response is None:
-                _uncancel(task)
+                uncancel(task)
                 if interrupted:
                     await self._interrupted(request, stream)
                     return
@@ -310,9 +270,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             if stream.started:
                 await stream.send(response, final=True)
             else:
-                extra = [(b"mcp-session-id", session.id.encode())] if session else []
-                status = 200 if session else dispatch.status_for(response)
-                await self.json_response(status, response, extra)
+                await self.write(streamable.reply(run, response))
         finally:
             for watcher in watchers:
                 watcher.cancel()
@@ -323,28 +281,23 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         if stream.started:
             await stream.send(shutdown_error(request.id), final=True)
         elif self.connected and not self.responded:
-            await self.json_response(503, shutdown_error(request.id), DRAIN_HEADERS)
+            await self.write(streamable.draining(request.id))
 
     # -- GET --------------------------------------------------------------------------------
     async def handle_get(self) -> None:
-        if drain.refusing:
-            await self.json_response(503, shutdown_error(), DRAIN_HEADERS)
+        refusal = streamable.check_get(self._headers)
+        if refusal is not None:
+            await self.write(refusal)
             return
-        version = self.header(VERSION_HEADER)
-        if version in STATELESS_REVISIONS:
-            raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no GET stream")
         if not self.accepts(SSE_CT):
             raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include text/event-stream")
-        session = await self.find_session(version=version)
+        version = self.header(VERSION_HEADER)
+        session = await streamable.find_session(self._headers, self.caller(), version=version)
         await resumable.serve_get(self, session, self.header(b"last-event-id"))
 
     # -- DELETE -------------------------------------------------------------------------------
     async def handle_delete(self) -> None:
-        if self.header(VERSION_HEADER) in STATELESS_REVISIONS:
-            raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
-        session = await self.find_session()
-        await store.end(session.id, self.transport)
-        await self.empty_response(200)
+        await self.write(await streamable.delete(self._headers, self.caller()))
 
 
 __all__ = ["HTTPError", "MCPConsumer"]

@@ -2,9 +2,9 @@
 
 Every request carries its own ``_meta`` envelope and mirrors method, name and
 version into headers; there is no session. The envelope and header checks are
-the dispatch path's (``dispatch.stateless_revision``); what is left here is HTTP:
-a single message per body, 202 for notifications, and ``subscriptions/listen``,
-a long-lived SSE stream fed from the hub.
+the dispatch path's (``dispatch.stateless_revision``), the era choice and the 202
+for notifications ``transports.streamable``'s; what is left here is
+``subscriptions/listen``, a long-lived SSE stream fed from the hub.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event, stream_slot
 
 if TYPE_CHECKING:
     from ..server import MCPServer
-    from ..sessions import SessionState
 
 
 class StatelessMixin:
@@ -37,26 +36,6 @@ class StatelessMixin:
         async def send_headers(self, *, status: int = 200, headers: Any = None) -> None: ...
         async def safe_body(self, body: bytes, more: bool = False) -> None: ...
         async def watch_disconnect(self, on_disconnect: Callable[[], None] | None = None) -> None: ...
-        async def run_request(
-            self,
-            request: jsonrpc.Request,
-            session: SessionState | None,
-            revision: str | None = None,
-            cancel_on_close: bool = False,
-            target: Any = dispatch.UNSET,
-        ) -> None: ...
-
-    async def handle_stateless_post(self, payload: Any, version: str | None) -> None:
-        header = self.header
-        incoming = dispatch.stateless_request(payload, version, lambda name: header(name.encode()), self.get_server())
-        if incoming is None:
-            await self.empty_response(202)
-            return
-        message, revision, target = incoming
-        if message.method == "subscriptions/listen":
-            await self.listen(message, revision)
-            return
-        await self.run_request(message, None, revision=revision, cancel_on_close=True, target=target)
 
     async def listen(self, request: jsonrpc.Request, revision: str) -> None:
         """A ``subscriptions/listen`` stream: acknowledgement first, then the opted-in notifications."""
