@@ -4,12 +4,6 @@ register it; the other apps (objpermapp, tokenapp, projectapp) bring their own `
 from __future__ import annotations
 
 from django_mcp import site
-from tests.drfbig import serializers, views
+from tests.drfbig.tools import register
 
-site.register_drf(
-    views.GadgetViewSet,
-    basename="catalog_gadget",
-    output_serializers={"bump": serializers.GadgetSerializer, "stats": serializers.StatsSerializer},
-)
-site.register_drf(views.PublisherViewSet, basename="catalog_publisher")
-site.register_drf(views.TagViewSet, basename="catalog_tag")
+register(site, prefix="catalog_")
