@@ -9,6 +9,7 @@ without a warning, and runserver (daphne) serves each page's example to the offi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -25,7 +26,7 @@ from tests.conftest import ROOT, free_port, spawn_server
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]
 
 #: The pages in reading order; each one's blocks apply on top of the previous pages'.
-PAGES = ["README.md", "docs/tools.md"]
+PAGES = ["README.md", "docs/tools.md", "docs/models.md"]
 
 MARKER = re.compile(r"<!-- project: (?P<path>\S+) (?P<how>write|append) -->\n```\w*\n(?P<body>.*?)```\n", re.S)
 
@@ -88,7 +89,8 @@ def test_checks_are_clean(books: tuple[Path, Path, dict[str, str]]) -> None:
 
 
 def test_pages_examples_through_the_sdk(books: tuple[Path, Path, dict[str, str]]) -> None:
-    """runserver (daphne, as the README says) serves the README's tools and tools.md's book_details."""
+    """runserver (daphne, as the README says) serves the README's tools, tools.md's book_details and
+    models.md's book resource."""
     python, project, env = books
     port = free_port()
     command = [str(python), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
@@ -114,6 +116,12 @@ def test_pages_examples_through_the_sdk(books: tuple[Path, Path, dict[str, str]]
                 }
                 missing = await client.call_tool("book_details", {"book_id": 99})
                 assert missing.is_error
+                # models.md: the book as a resource, named by the README's __str__, its fields as JSON.
+                listed = [r for r in (await client.list_resources()).resources if "/book/" in r.uri]
+                assert [r.name for r in listed] == ["A Wizard of Earthsea (Ursula K. Le Guin)"], listed
+                read = await client.read_resource(listed[0].uri)
+                book = json.loads(read.contents[0].text)
+                assert book["title"] == "A Wizard of Earthsea" and book["available_copies"] == 2, book
 
         anyio.run(drive)
     finally:
