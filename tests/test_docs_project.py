@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 
@@ -26,7 +27,7 @@ from tests.conftest import ROOT, free_port, spawn_server
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]
 
 #: The pages in reading order; each one's blocks apply on top of the previous pages'.
-PAGES = ["README.md", "docs/tools.md", "docs/models.md"]
+PAGES = ["README.md", "docs/tools.md", "docs/models.md", "docs/prompts.md"]
 
 MARKER = re.compile(r"<!-- project: (?P<path>\S+) (?P<how>write|append) -->\n```\w*\n(?P<body>.*?)```\n", re.S)
 
@@ -67,6 +68,7 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[st
     for page in PAGES:
         for path, how, body in project_blocks(ROOT / page):
             target = project / path
+            target.parent.mkdir(parents=True, exist_ok=True)
             before = target.read_text() + "\n" if how == "append" and target.exists() else ""
             target.write_text(before + body)
     _run(python, "manage.py", "makemigrations", "books", "-v0", cwd=project, env=env)
@@ -74,7 +76,7 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[st
     seed = (
         "from books.models import Author, Book\n"
         "a = Author.objects.create(name='Ursula K. Le Guin')\n"
-        "Book.objects.create(title='A Wizard of Earthsea', author=a, available_copies=2)\n"
+        "Book.objects.create(title='A Wizard of Earthsea', author=a, available_copies=2, isbn='9780547773742', published='1968-11-01')\n"
     )
     _run(python, "manage.py", "shell", "-c", seed, cwd=project, env=env)
     return python, project, env
@@ -122,6 +124,14 @@ def test_pages_examples_through_the_sdk(books: tuple[Path, Path, dict[str, str]]
                 read = await client.read_resource(listed[0].uri)
                 book = json.loads(read.contents[0].text)
                 assert book["title"] == "A Wizard of Earthsea" and book["available_copies"] == 2, book
+                # prompts.md: the review prompt, its book completed by ISBN, the catalogue entry embedded.
+                ref = types.PromptReference(type="ref/prompt", name="review_book")
+                isbns = (await client.complete(ref, {"name": "book", "value": "978"})).completion.values
+                assert isbns == ["9780547773742"], isbns
+                prompt = await client.get_prompt("review_book", {"book": isbns[0], "tone": "critical"})
+                kinds = [(m.role, m.content.type) for m in prompt.messages]
+                assert kinds == [("user", "text"), ("user", "resource"), ("assistant", "text"), ("user", "text")], kinds
+                assert "critical review" in prompt.messages[0].content.text
 
         anyio.run(drive)
     finally:
