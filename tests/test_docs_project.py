@@ -76,7 +76,8 @@ def books(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[st
     seed = (
         "from books.models import Author, Book\n"
         "a = Author.objects.create(name='Ursula K. Le Guin')\n"
-        "Book.objects.create(title='A Wizard of Earthsea', author=a, available_copies=2, isbn='9780547773742', published='1968-11-01')\n"
+        "Book.objects.create(title='A Wizard of Earthsea', author=a, available_copies=2,\n"
+        "                    isbn='9780547773742', published='1968-11-01')\n"
     )
     _run(python, "manage.py", "shell", "-c", seed, cwd=project, env=env)
     return python, project, env
