@@ -1,4 +1,4 @@
-"""The OAuth holes of the production issue (§1 items 1, 5-9), each attacked through a live daphne.
+"""The OAuth holes found in a production review, each attacked through a live daphne.
 
 Two users (alice, bob; carol holds ``auth.view_user``) and two clients in every attack:
 someone else's client, token or registration must never work for the attacker.
@@ -136,7 +136,7 @@ print(value)
 
 
 def test_issue_exploit_fails_at_each_step(oauth_server: OAuthServer, oauth_log: Any) -> None:
-    """Issue 9 §1.1: register anonymously with client_credentials -> token -> tools/list, a write, a read."""
+    """The reported exploit: register anonymously with client_credentials -> token -> tools/list, a write, a read."""
     # Step 1: the registration itself.
     r = register(
         oauth_server,
