@@ -10,11 +10,7 @@ without a warning, and runserver (daphne) serves each page's example to the offi
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -23,6 +19,7 @@ import pytest
 from mcp import Client
 
 from tests.conftest import ROOT, free_port, spawn_server
+from tests.fresh_venv import fresh_venv, run
 
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]
 
@@ -37,12 +34,6 @@ def project_blocks(page: Path) -> list[tuple[str, str, str]]:
     return [(m["path"], m["how"], m["body"]) for m in MARKER.finditer(page.read_text())]
 
 
-def _run(*cmd: str | Path, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, f"{cmd}:\n{done.stdout}\n{done.stderr}"
-    return done
-
-
 def test_every_page_marks_its_blocks() -> None:
     """Each page of the chain contributes at least one block, so a lost marker is noticed."""
     for page in PAGES:
@@ -53,33 +44,27 @@ def test_every_page_marks_its_blocks() -> None:
 def books(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
     """A fresh virtualenv with the package and its `asgi` extra, and the project the pages build: (python, dir, env)."""
     tmp = tmp_path_factory.mktemp("docs-project")
-    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    assert uv, "uv is in the dev extra"
-    unset = ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
-    venv = tmp / "venv"
-    _run(uv, "venv", "-q", "--python", sys.executable, venv, cwd=tmp, env=env)
-    python = venv / "bin" / "python"
-    _run(uv, "pip", "install", "-q", "--python", python, f"{ROOT}[asgi]", cwd=tmp, env=env)
+    python, env = fresh_venv(tmp, f"{ROOT}[asgi]")
+    venv = python.parent.parent
     project = tmp / "project"
     project.mkdir()
-    _run(venv / "bin" / "django-admin", "startproject", "config", ".", cwd=project, env=env)
-    _run(python, "manage.py", "startapp", "books", cwd=project, env=env)
+    run(venv / "bin" / "django-admin", "startproject", "config", ".", cwd=project, env=env)
+    run(python, "manage.py", "startapp", "books", cwd=project, env=env)
     for page in PAGES:
         for path, how, body in project_blocks(ROOT / page):
             target = project / path
             target.parent.mkdir(parents=True, exist_ok=True)
             before = target.read_text() + "\n" if how == "append" and target.exists() else ""
             target.write_text(before + body)
-    _run(python, "manage.py", "makemigrations", "books", "-v0", cwd=project, env=env)
-    _run(python, "manage.py", "migrate", "-v0", cwd=project, env=env)
+    run(python, "manage.py", "makemigrations", "books", "-v0", cwd=project, env=env)
+    run(python, "manage.py", "migrate", "-v0", cwd=project, env=env)
     seed = (
         "from books.models import Author, Book\n"
         "a = Author.objects.create(name='Ursula K. Le Guin')\n"
         "Book.objects.create(title='A Wizard of Earthsea', author=a, available_copies=2,\n"
         "                    isbn='9780547773742', published='1968-11-01')\n"
     )
-    _run(python, "manage.py", "shell", "-c", seed, cwd=project, env=env)
+    run(python, "manage.py", "shell", "-c", seed, cwd=project, env=env)
     return python, project, env
 
 
@@ -87,7 +72,7 @@ def test_checks_are_clean(books: tuple[Path, Path, dict[str, str]]) -> None:
     """Neither `check` nor the hosts' review (`check --tag mcp_hosts`) warns about any page's block."""
     python, project, env = books
     for tag in ([], ["--tag", "mcp_hosts"]):
-        done = _run(python, "manage.py", "check", *tag, "--fail-level", "WARNING", cwd=project, env=env)
+        done = run(python, "manage.py", "check", *tag, "--fail-level", "WARNING", cwd=project, env=env)
         assert "no issues" in done.stdout, done.stdout + done.stderr
 
 

@@ -8,10 +8,6 @@ virtualenv. The same environment shows the errors of a project that wants Channe
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -19,6 +15,7 @@ import pytest
 from mcp import Client
 
 from tests.conftest import ROOT, free_port, spawn_server
+from tests.fresh_venv import fresh_venv, run
 
 # Installs its own virtualenv (uv's cache makes it a few seconds): once, on Django 5.2, SQLite, no channel layer.
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]
@@ -87,28 +84,12 @@ application = get_asgi_application()
 }
 
 
-def _run(*cmd: str | Path, cwd: Path, env: dict[str, str], ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
-    if ok:
-        assert done.returncode == 0, f"{cmd}:\n{done.stdout}\n{done.stderr}"
-    return done
-
-
 @pytest.fixture(scope="module")
 def wsgi_only(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
     """A fresh virtualenv with the package (no extra) and gunicorn, and the project: (python, project, env)."""
     tmp = tmp_path_factory.mktemp("wsgi-only")
-    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    assert uv, "uv is in the dev extra"
-    # Bytecode is written inside the throwaway virtualenv: its processes (migrate, check, two workers) each compiled
-    # Django again without it, several seconds apiece; not in the suite's shared PYTHONPYCACHEPREFIX either.
-    unset = ("PYTHONPATH", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
-    venv = tmp / "venv"
-    _run(uv, "venv", "-q", "--python", sys.executable, venv, cwd=tmp, env=env)
-    python = venv / "bin" / "python"
     # What `pip install django-mcp-toolkit` installs (the project's own dependencies, built from this checkout).
-    _run(uv, "pip", "install", "-q", "--python", python, ROOT, "gunicorn", cwd=tmp, env=env)
+    python, env = fresh_venv(tmp, ROOT, "gunicorn")
     project = tmp / "project"
     for name, text in FILES.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
@@ -139,7 +120,7 @@ def test_no_channels_daphne_or_twisted_installed(wsgi_only: tuple[Path, Path, di
         "except ImproperlyConfigured as exc:\n"
         "    print(exc)\n"
     )
-    lines = _run(python, "-c", probe, cwd=project, env=env).stdout.splitlines()
+    lines = run(python, "-c", probe, cwd=project, env=env).stdout.splitlines()
     assert str(python.parent.parent) in lines[0], lines[0]
     assert lines[1:] == [
         "channels False",
@@ -154,8 +135,8 @@ def test_check_and_gunicorn_serve_mcp(wsgi_only: tuple[Path, Path, dict[str, str
     """`manage.py check` is clean, and gunicorn serves initialize, tools/list and a tools/call (the ORM inside)
     to the official SDK client."""
     python, project, env = wsgi_only
-    _run(python, "-m", "django", "migrate", "-v0", cwd=project, env=env)
-    check = _run(python, "-m", "django", "check", "--fail-level", "WARNING", cwd=project, env=env)
+    run(python, "-m", "django", "migrate", "-v0", cwd=project, env=env)
+    check = run(python, "-m", "django", "check", "--fail-level", "WARNING", cwd=project, env=env)
     assert "no issues" in check.stdout, check.stdout + check.stderr
     port = free_port()
     gunicorn = [str(python.parent / "gunicorn"), "-w", "2", "-k", "sync", "-b", f"127.0.0.1:{port}", "config.wsgi"]
@@ -185,7 +166,7 @@ def test_channels_mode_without_the_extra_says_what_to_install(wsgi_only: tuple[P
     E003 (and E005, its ASGI application failing to build) in `manage.py check`, and by django_mcp.asgi itself."""
     python, project, env = wsgi_only
     asgi_env = {**env, "DJANGO_SETTINGS_MODULE": "config.settings_asgi"}
-    check = _run(python, "-m", "django", "check", cwd=project, env=asgi_env, ok=False)
+    check = run(python, "-m", "django", "check", cwd=project, env=asgi_env, ok=False)
     assert check.returncode != 0
     lines = check.stderr.splitlines()
     e003 = next(i for i, line in enumerate(lines) if "django_mcp.E003" in line)
@@ -200,5 +181,5 @@ def test_channels_mode_without_the_extra_says_what_to_install(wsgi_only: tuple[P
         "    except ImproperlyConfigured as exc:\n"
         "        print(exc)\n"
     )
-    refused = _run(python, "-c", build, cwd=project, env=asgi_env).stdout.splitlines()
+    refused = run(python, "-c", build, cwd=project, env=asgi_env).stdout.splitlines()
     assert len(refused) == 2 and all(f"not installed: {EXTRA}" in line for line in refused), refused
