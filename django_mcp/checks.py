@@ -332,12 +332,9 @@ def _unbuildable(tool: Any) -> Exception | bool:
     the error that stops it, True when the database is not there yet (``migrate`` runs the checks before it
     creates the tables: built on first use then), False when built."""
     try:
-        tool.prepare()
+        return tool.build_error() or False
     except DatabaseError:
         return True
-    except Exception as exc:  # noqa: BLE001 - E010 reports it, with what raised it
-        return exc
-    return False
 
 
 def tool_warnings(server: Any) -> list[Any]:

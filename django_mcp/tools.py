@@ -185,21 +185,31 @@ class Tool(Guard):
         """Build a deferred tool's schemas now (``manage.py check`` does, to report what is wrong)."""
         _ = self.input_model
 
-    def built(self) -> bool:
-        """Whether the schemas are there, a deferred tool building them now. One whose build fails (a write view
-        without a serializer...) is logged and left out of ``tools/list`` rather than failing every tool's listing
-        (``manage.py check`` reports it as ``E010``); it is tried again next time. A database error is raised: the
-        caller answers that the service is unavailable, as for any query."""
+    def build_error(self) -> Exception | None:
+        """Build a deferred tool's schemas now: the error that stops it (a write view without a serializer...),
+        None once built. A database error is raised: nothing is wrong with the tool, the database is not there."""
         if "input_model" in self.__dict__:
-            return True
+            return None
         try:
             self.prepare()
         except DatabaseError:
             raise
-        except Exception:
-            logger.exception("Tool %r is left out: its schemas cannot be built (manage.py check says why)", self.name)
-            return False
-        return True
+        except Exception as exc:  # noqa: BLE001 - returned, for the caller to log or report
+            return exc
+        return None
+
+    def built(self) -> bool:
+        """Whether the schemas are there, a deferred tool building them now. One whose build fails is logged and
+        left out of ``tools/list`` rather than failing every tool's listing (``manage.py check`` reports it as
+        ``E010``); it is tried again next time. A database error is raised: the caller answers that the service
+        is unavailable, as for any query."""
+        error = self.build_error()
+        if error is None:
+            return True
+        logger.error(
+            "Tool %r is left out: its schemas cannot be built (manage.py check says why)", self.name, exc_info=error
+        )
+        return False
 
     @property
     def read_only(self) -> bool:

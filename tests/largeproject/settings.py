@@ -5,6 +5,7 @@ import os
 
 from django_mcp.auth import oauth2_provider_settings
 from tests.settings import BASE_DIR, CACHES, CHANNEL_LAYERS, DATABASES, SECRET_KEY  # noqa: F401  # settings
+from tests.settings import MIDDLEWARE as BASE_MIDDLEWARE
 from tests.settings import TEMPLATES as BASE_TEMPLATES
 
 DEBUG = False
@@ -31,11 +32,7 @@ INSTALLED_APPS = [
     "oauth2_provider",
 ]
 MIDDLEWARE = [
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    *BASE_MIDDLEWARE,  # the startproject middleware, less the clickjacking and security ones
     "tests.projectapp.middleware.ChangeLoggingMiddleware",
     "tests.projectapp.middleware.TenancyMiddleware",
 ]
