@@ -134,15 +134,21 @@ class ViewRequest:
         self.server = server
         self.headers = _headers(request)
         self.scope = _scope(request, self.headers)
+        self._caller: Caller | None = None
 
     def header(self, name: bytes) -> str | None:
         return guards.header(self.headers, name)
 
     def caller(self) -> Caller:
-        auth = self.scope.get("mcp_auth")
-        transport = "wsgi" if isinstance(self.request, WSGIRequest) else "http"
-        language = self.header(b"accept-language")
-        return Caller.authenticated(self.scope.get("user"), auth, language, self.scope, transport)
+        """Who sends this request (made once, after ``authenticate``: the core and the run both ask)."""
+        caller = self._caller
+        if caller is None:
+            auth = self.scope.get("mcp_auth")
+            transport = "wsgi" if isinstance(self.request, WSGIRequest) else "http"
+            language = self.header(b"accept-language")
+            caller = Caller.authenticated(self.scope.get("user"), auth, language, self.scope, transport)
+            self._caller = caller
+        return caller
 
     def read_body(self) -> bytes:
         limit = mcp_settings.MAX_BODY_SIZE

@@ -57,6 +57,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         self.connected = True
         self.responded = False
         self._headers: dict[bytes, bytes] = {}
+        self._caller: Caller | None = None
 
     def get_server(self) -> MCPServer:
         if self.server is None:
@@ -162,10 +163,15 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         await guards.authenticate(self.scope, self._headers)
 
     def caller(self) -> Caller:
-        """Who sends this request: what ``authenticate`` recorded in the scope, and the language."""
-        auth = self.scope.get("mcp_auth")
-        language = self.header(b"accept-language")
-        return Caller.authenticated(self.scope.get("user"), auth, language, self.scope, self.transport)
+        """Who sends this request: what ``authenticate`` recorded in the scope, and the language (made once per
+        request, after ``authenticate``: the core and the run both ask)."""
+        caller = self._caller
+        if caller is None:
+            auth = self.scope.get("mcp_auth")
+            language = self.header(b"accept-language")
+            caller = Caller.authenticated(self.scope.get("user"), auth, language, self.scope, self.transport)
+            self._caller = caller
+        return caller
 
     def accepts(self, *types: bytes) -> bool:
         return guards.accepts(self._headers, *types)
