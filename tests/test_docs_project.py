@@ -16,6 +16,7 @@ import json
 import re
 import shlex
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ PAGES = [
     "docs/auth.md",
     "docs/tasks.md",
     "docs/testing.md",
+    "docs/operations.md",
 ]
 
 MARKER = re.compile(
@@ -97,9 +99,9 @@ def replace_function(source: str, name: str, block: str) -> str:
 
 
 def test_every_page_marks_its_blocks() -> None:
-    """Each page of the chain contributes at least one block, so a lost marker is noticed."""
+    """Each page of the chain contributes a block or a command, so a lost marker is noticed."""
     for page in PAGES:
-        assert project_blocks(ROOT / page), page
+        assert project_blocks(ROOT / page) or documented_commands(ROOT / page), page
     assert documented_commands(ROOT / "docs/auth.md"), "auth.md's machine-client commands"
 
 
@@ -297,7 +299,9 @@ def test_machine_client_as_auth_md_says(
             return (await client.call_tool("search_books", {"query": "wizard"})).structured_content
 
     assert anyio.run(drive, token)["result"][0]["title"] == "A Wizard of Earthsea"
-    bare = httpx.post(endpoint, data={k: v for k, v in form.items() if k != "resource"}, auth=(client_id, secret), timeout=30).json()
+    bare = httpx.post(
+        endpoint, data={k: v for k, v in form.items() if k != "resource"}, auth=(client_id, secret), timeout=30
+    ).json()
     refused = httpx.post(server.url, json={}, headers={"Authorization": f"Bearer {bare['access_token']}"}, timeout=30)
     assert refused.status_code == 401 and f"resource={server.url}" in refused.headers["www-authenticate"].replace(
         '"', ""
@@ -306,3 +310,27 @@ def test_machine_client_as_auth_md_says(
     run(python, "manage.py", *[client_id if a.startswith("7Qx") else a for a in narrow], cwd=project, env=env)
     narrowed = httpx.post(endpoint, data=form, auth=(client_id, secret), timeout=30)
     assert narrowed.status_code == 400 and narrowed.json()["error"] == "invalid_scope", narrowed.text
+
+
+def test_audit_log_as_operations_md_shows(
+    books: tuple[Path, Path, dict[str, str]], served: tuple[LiveServer, dict[str, str]]
+) -> None:
+    """operations.md: the page's ``mcp_audit calls`` command lists alice's search_books calls."""
+    python, project, env = books
+    server, tokens = served
+
+    async def search() -> None:
+        async with bearer_client(server.url, tokens["alice"], mode="2026-07-28") as client:
+            assert not (await client.call_tool("search_books", {"query": "wizard"})).is_error
+
+    anyio.run(search)
+    command = documented_commands(ROOT / "docs/operations.md")[0]
+    assert command[:4] == ["mcp_audit", "calls", "--tool", "search_books"], command
+    deadline = time.monotonic() + 15  # the audit writer flushes in the background
+    while True:
+        out = run(python, "manage.py", *command, cwd=project, env=env).stdout
+        rows = [line.split() for line in out.splitlines()[1:]]
+        if any(row[1:4] == ["tools/call", "search_books", "ok"] and "alice" in row for row in rows):
+            break
+        assert time.monotonic() < deadline, out
+        time.sleep(0.5)
