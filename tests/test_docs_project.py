@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.callers import bearer_client
-from tests.conftest import ROOT, LiveServer, free_port, spawn_server
+from tests.conftest import ROOT, LiveServer, free_port, fresh_pg_database, need_service, spawn_server
 from tests.fresh_venv import fresh_venv, run
 from tests.task_client import Modern
 
@@ -54,6 +54,8 @@ MARKER = re.compile(
     r"<!-- project: (?P<path>\S+) (?P<how>write|append|replace \w+) -->\n```\w*\n(?P<body>.*?)```\n", re.S
 )
 RUN = re.compile(r"<!-- project: run -->\n(?P<indent> *)```console\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+#: The deployment guide, whose every ```python block is a deployment's settings (merged into the project's).
+DEPLOYMENT = ROOT / "docs" / "deployment.md"
 #: What testing.md's tests need beside the package, as the page says to install.
 TEST_REQUIREMENTS = ("pytest", "pytest-django", "pytest-asyncio")
 
@@ -109,7 +111,7 @@ def test_every_page_marks_its_blocks() -> None:
 def books(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
     """A fresh virtualenv with the package and its extras, and the project the pages build: (python, dir, env)."""
     tmp = tmp_path_factory.mktemp("docs-project")
-    python, env = fresh_venv(tmp, f"{ROOT}[asgi,drf]", *TEST_REQUIREMENTS)
+    python, env = fresh_venv(tmp, f"{ROOT}[asgi,drf,redis,postgres]", *TEST_REQUIREMENTS)
     venv = python.parent.parent
     project = tmp / "project"
     project.mkdir()
@@ -334,3 +336,29 @@ def test_audit_log_as_operations_md_shows(
             break
         assert time.monotonic() < deadline, out
         time.sleep(0.5)
+
+
+def test_deployment_settings_on_the_project(books: tuple[Path, Path, dict[str, str]]) -> None:
+    """deployment.md: the guide's settings (every python block, ``DJANGO_MCP`` dicts merged into the project's)
+    on the books project, PostgreSQL and Redis: it migrates, and ``check --deploy --database default`` raises
+    none of the package's warnings."""
+    need_service("PostgreSQL", 5432)
+    need_service("Redis", 6379)
+    python, project, env = books
+    name = fresh_pg_database("_docs_books")
+    parts = ["from .settings import *  # noqa: F403\n_mcp = dict(DJANGO_MCP)  # noqa: F405\n"]
+    for block in re.findall(r"^```python\n(.*?)^```", DEPLOYMENT.read_text(), re.S | re.M):
+        parts.append(block + "_mcp.update(DJANGO_MCP)\nDJANGO_MCP = _mcp\n")
+    parts.append(
+        "DEBUG = False\nALLOWED_HOSTS = ['books.example.com']\n"
+        f"DATABASES['default'].update(NAME={name!r}, HOST='127.0.0.1', USER='postgres')\n"
+    )
+    (project / "config" / "production.py").write_text("\n".join(parts))
+    production = {**env, "DJANGO_SETTINGS_MODULE": "config.production"}
+    run(python, "manage.py", "migrate", "-v0", cwd=project, env=production)
+    done = run(python, "manage.py", "check", "--deploy", "--database", "default", cwd=project, env=production, ok=False)
+    assert done.returncode == 0 and "django_mcp." not in done.stdout + done.stderr, done.stdout + done.stderr
+    # The same command on the development settings: the package's deployment checks do run in this project.
+    checked = run(python, "manage.py", "check", "--deploy", cwd=project, env=env, ok=False)
+    dev = checked.stdout + checked.stderr
+    assert "django_mcp.W020" in dev and "django_mcp.W021" in dev, dev
