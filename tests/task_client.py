@@ -66,15 +66,17 @@ class Modern:
     def get(self, task_id: str) -> dict[str, Any]:
         return self.result("tasks/get", {"taskId": task_id})
 
-    def wait(self, task_id: str, until: tuple[str, ...] = TERMINAL, timeout: float = 20) -> dict[str, Any]:
-        """Poll ``tasks/get`` until the task's status is one of ``until``; every state seen is in ``seen``."""
+    def wait(
+        self, task_id: str, until: tuple[str, ...] = TERMINAL, timeout: float = 20, every: float = 0.1
+    ) -> dict[str, Any]:
+        """Poll ``tasks/get`` every ``every`` seconds until the task's status is one of ``until``."""
         deadline = time.monotonic() + timeout
         while True:
             task = self.get(task_id)
             if task["status"] in until:
                 return task
             assert time.monotonic() < deadline, f"task still {task} after {timeout}s"
-            time.sleep(0.1)
+            time.sleep(every)
 
 
 class Session:
