@@ -49,6 +49,9 @@ PEOPLE: dict[str, dict[str, Any]] = {
     "dave": {"email": "dave@example.com", "groups": ["vault-readers"]},
     "frank": {"email": "frank@example.com", "groups": ["vault-readers"]},
     "erin": {"email": "erin@example.com", "groups": []},
+    # Two IdP accounts sharing one address, which a local Django account (with a permission) also has.
+    "gina": {"email": "shared@example.com", "groups": []},
+    "hank": {"email": "shared@example.com", "groups": []},
 }
 
 #: The site's own groups (an IdP group the site does not have, like "sales", is ignored).
@@ -56,6 +59,9 @@ SETUP = """
 from django.contrib.auth.models import Group, Permission
 Group.objects.create(name="vault-readers")
 Group.objects.create(name="user-viewers").permissions.add(Permission.objects.get(codename="view_user"))
+from django.contrib.auth.models import User
+local = User.objects.create_user("shared-local", email="shared@example.com", password="local password 1")
+local.user_permissions.add(Permission.objects.get(codename="view_user"))
 """
 
 
@@ -361,6 +367,25 @@ async def test_a_disabled_user_gets_no_token_and_loses_his_tokens(
     assert "the project's login refused" in repr(caught.value) and back.consent_text == ""
 
 
+async def test_idp_accounts_sharing_an_email_stay_apart(site: Site, callback: str, page: Any, site_log: None) -> None:
+    """gina and hank share an address at the IdP, as does a local account holding a permission: three users."""
+    tokens = {}
+    for login in ("gina", "hank"):
+        await page.context.clear_cookies()
+        person = Employee(page, callback, login)
+        storage, names = await connect(site, person)
+        assert f"Signed in as idp-{login}" in person.consent_text
+        assert "count_users" not in names  # not the local account's permission
+        tokens[login] = access_token(storage)
+    owners = site.server.shell(
+        "from oauth2_provider.models import AccessToken as T; from django.contrib.auth.models import User; "
+        "import hashlib; "
+        f"print(sorted(T.objects.get(token_checksum=hashlib.sha256(v.encode()).hexdigest()).user.username "
+        f"for v in {list(tokens.values())!r}), User.objects.filter(email='shared@example.com').count())"
+    )
+    assert owners == "['idp-gina', 'idp-hank'] 3"
+
+
 async def tampered_idp_url(site: Site, page: Any, param: str) -> str:
     """The IdP authorization URL the project's login would send erin's browser to, with ``param`` changed."""
     start = await page.context.request.get(
@@ -399,34 +424,33 @@ async def test_state_and_nonce_tampering_is_refused(site: Site, page: Any, param
 
 
 MACHINE = """
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from oauth2_provider.generators import generate_client_secret
 from oauth2_provider.models import Application
 from django_mcp.models import MCPClient
+user = User.objects.create_user("{user}")
+user.groups.set(Group.objects.filter(name__in={groups!r}))
 secret = generate_client_secret()
-app = Application.objects.create(name="{name}", client_type="confidential", client_secret=secret,
-    authorization_grant_type="client-credentials", user=User.objects.get(username="{user}"))
+app = Application.objects.create(name="{user}'s job", client_type="confidential", client_secret=secret,
+    authorization_grant_type="client-credentials", user=user)
 MCPClient.objects.update_or_create(client_id=app.client_id, defaults={{"allowed_scopes": "mcp secret:read"}})
 print(app.client_id, secret)
 """
 
 
 def test_machine_tokens_follow_their_service_users_groups(site: Site, site_log: None) -> None:
-    """Two machine clients allowed the same scopes by staff: each token holds what its service user's groups allow.
-
-    Runs after the sign-ins above created the users: idp-alice is a vault reader, idp-bob is not.
-    """
+    """Two machine clients allowed the same scopes by staff: each token holds what its service user's groups allow."""
     issued = {}
-    for user in ("idp-alice", "idp-bob"):
-        client_id, secret = site.server.shell(MACHINE.format(name=f"{user}'s job", user=user)).split()
+    for user, groups in (("svc-reader", ["vault-readers"]), ("svc-other", [])):
+        client_id, secret = site.server.shell(MACHINE.format(user=user, groups=groups)).split()
         body = {"grant_type": "client_credentials", "scope": "mcp secret:read", "resource": site.server.url}
         r = httpx.post(site.server.base + "/oauth/token/", data=body, auth=(client_id, secret), timeout=30)
         assert r.status_code == 200, r.text
         issued[user] = r.json()
-    assert issued["idp-alice"]["scope"] == "mcp secret:read"
-    assert issued["idp-bob"]["scope"] == "mcp"
-    assert call(site, issued["idp-alice"]["access_token"], "secret").status_code == 200
-    assert call(site, issued["idp-bob"]["access_token"], "secret").status_code == 403
+    assert issued["svc-reader"]["scope"] == "mcp secret:read"
+    assert issued["svc-other"]["scope"] == "mcp"
+    assert call(site, issued["svc-reader"]["access_token"], "secret").status_code == 200
+    assert call(site, issued["svc-other"]["access_token"], "secret").status_code == 403
 
 
 async def test_wsgi_mode_same_sign_in_same_rules(
