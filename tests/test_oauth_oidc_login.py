@@ -119,7 +119,11 @@ def start_site(tmp: Path, *, wsgi: bool = False) -> Site:
         server.shell(SETUP)
     else:
         server = start_oauth_server(tmp, settings="tests.oidc.settings", setup=SETUP, **rp)
-    return Site(server, start_idp(tmp, idp_port, server.base + "/oidc/callback/"))
+    try:
+        return Site(server, start_idp(tmp, idp_port, server.base + "/oidc/callback/"))
+    except BaseException:
+        stop_oauth_server(server)
+        raise
 
 
 def stop_site(site: Site) -> None:
