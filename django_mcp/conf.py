@@ -70,6 +70,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     REQUIRE_AUDIENCE: bool
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: str | TokenScopes | None
+    SCOPE_GROUPS: Mapping[str, Sequence[str]]
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float
@@ -210,6 +211,18 @@ def _url_prefix(value: str) -> bool:
 
 def _scopes(value: Mapping[Any, Any]) -> bool:
     return all(isinstance(k, str) and k and " " not in k and isinstance(v, str) for k, v in value.items())
+
+
+def _scope_groups(value: Mapping[Any, Any]) -> bool:
+    return all(
+        isinstance(k, str)
+        and k
+        and " " not in k
+        and isinstance(v, _SEQUENCE)
+        and v
+        and all(isinstance(g, str) and g for g in v)
+        for k, v in value.items()
+    )
 
 
 def _regex(value: str) -> bool:
@@ -384,6 +397,15 @@ SETTINGS: dict[str, Setting] = {
         "the dotted path of a callable scopes(user, auth), the callable, or None",
         (str, Callable, type(None)),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
         default=None,
+    ),
+    # Scopes reserved to Django groups: {scope: [group names]}. DOT shows and issues a listed scope only to a member
+    # of one of its groups (the groups an OIDC login copies from the company IdP); unlisted scopes stay open to all.
+    "SCOPE_GROUPS": Setting(
+        "django_mcp.E260",
+        "a dict of scope names to non-empty lists of group names (strings)",
+        (dict,),
+        _scope_groups,
+        default={},
     ),
     # -- Engine security (batches) --
     # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
@@ -649,6 +671,7 @@ class MCPSettings:
     REQUIRE_AUDIENCE: bool
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: TokenScopes | None  # imported on first access
+    SCOPE_GROUPS: Mapping[str, Sequence[str]]
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float
