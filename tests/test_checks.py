@@ -182,6 +182,16 @@ BAD: dict[str, list[Any]] = {
     "AUDIT_MAX_PAYLOAD_BYTES": [0, 1023, "64k", True],
     "SERVER_CARD": [None, "on", {"tools": []}],
     "BROWSABLE_ENDPOINT": [True, "everyone", None],
+    "PUBLIC_URL": [
+        "books.example.com",
+        "ftp://books.example.com",
+        "https://books.example.com/?a=1",
+        "https://x#top",
+        "https://",
+        "https://books.example.com:99999",
+        443,
+        "",
+    ],
     "AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         [5],
@@ -230,6 +240,7 @@ GOOD: dict[str, list[Any]] = {
     "AUDIT_MAX_PAYLOAD_BYTES": [None, 1024, 1_000_000],
     "SERVER_CARD": [False, {}, {"name": "com.example/library", "description": "Books", "icons": []}],
     "BROWSABLE_ENDPOINT": [False, "superuser"],
+    "PUBLIC_URL": [None, "https://books.example.com", "http://127.0.0.1:8000/", "https://example.com/library"],
     "AUTHENTICATION_CLASSES": [[], ("rest_framework.authentication.TokenAuthentication",)],
     "TOKEN_SCOPES": [None, lambda user, auth: None, "django_mcp.auth.authenticators.token_scopes"],
 }
