@@ -127,6 +127,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
+    PUBLIC_URL: str | None
 
 
 # -- What each key accepts: the table the system checks validate DJANGO_MCP against ---------------
@@ -199,6 +200,18 @@ def _absolute_uri(value: Any) -> bool:
         return False
     parts = urlsplit(value)
     return bool(parts.scheme and parts.netloc) and not parts.fragment
+
+
+def _public_url(value: Any) -> bool:
+    """An http(s) URL with a host, no query or fragment: where browsers reach the site's root."""
+    if value is None:
+        return True
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and not (parts.query or parts.fragment)
 
 
 def _endpoint(value: str) -> bool:
@@ -626,6 +639,17 @@ SETTINGS: dict[str, Setting] = {
         lambda v: v in ("staff", "superuser", False),
         default="staff",
     ),
+    # Where browsers reach this site ("https://books.example.com"): MCP App pages then load the ext-apps bridge
+    # from <PUBLIC_URL><ENDPOINT>apps/ (served once, cached) and declare its origin in their CSP; None: every
+    # ui:// page inlines the bridge (about 240 KB each). Pages are rendered with no request, hence a setting.
+    "PUBLIC_URL": Setting(
+        "django_mcp.E280",
+        'None or the URL of the site\'s root as browsers reach it, such as "https://books.example.com" '
+        "(http or https, no query or fragment)",
+        (str, type(None)),
+        _public_url,
+        default=None,
+    ),
 }
 
 
@@ -728,6 +752,7 @@ class MCPSettings:
     AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
+    PUBLIC_URL: str | None
 
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
