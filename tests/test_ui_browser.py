@@ -166,7 +166,7 @@ SERVED_PAGE_BUDGET = 100_000
 def bridge_responses(tab: Any) -> list[Any]:
     """The responses to requests of the served bridge, in every frame of ``tab`` (the app's included)."""
     seen: list[Any] = []
-    tab.on("response", lambda r: seen.append(r) if "/mcp/apps/bridge." in r.url else None)
+    tab.context.on("response", lambda r: seen.append(r) if "/mcp/apps/bridge." in r.url else None)
     return seen
 
 
