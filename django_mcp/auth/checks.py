@@ -215,3 +215,84 @@ def _check_login_template(view: Any) -> list[Any]:
             id="django_mcp.E036",
         )
     ]
+
+
+@register(Tags.compatibility)
+def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E271``-``E272``, ``W270``-``W271``: JWT access tokens from an external authorization server.
+
+    The value of each ``JWT_*`` key is checked by ``django_mcp.checks.check_settings`` (``E260``-``E270``);
+    these are the combinations that cannot work.
+    """
+    user = getattr(settings, "DJANGO_MCP", {}) or {}
+    if not isinstance(user, dict):
+        return []
+    issuer = user.get("JWT_ISSUER")
+    errors: list[Any] = []
+    if not issuer:
+        if user.get("JWT_JWKS_URI") or user.get("JWT_ROLE_SCOPES"):
+            errors.append(
+                Warning(
+                    "DJANGO_MCP sets JWT_JWKS_URI or JWT_ROLE_SCOPES but not JWT_ISSUER: no JWT is accepted, so "
+                    "they are never used.",
+                    hint="Set DJANGO_MCP['JWT_ISSUER'] to your authorization server's issuer URL (docs/auth.md).",
+                    id="django_mcp.W271",
+                )
+            )
+        return errors
+    if mcp_settings.AUTH != "oauth":
+        errors.append(
+            Error(
+                "DJANGO_MCP['JWT_ISSUER'] is set but AUTH is not 'oauth': the endpoint checks no token.",
+                hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Tokens from your company's authorization "
+                'server").',
+                id="django_mcp.E271",
+            )
+        )
+    errors.extend(_check_user_field(user.get("JWT_USER_FIELD")))
+    errors.extend(_check_role_scopes(user.get("JWT_ROLE_SCOPES")))
+    return errors
+
+
+def _check_user_field(field: Any) -> list[Any]:
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import FieldDoesNotExist
+
+    if not isinstance(field, str) or not field:
+        return []  # None: the username field; a wrong type is E265
+    model = get_user_model()
+    try:
+        found = model._meta.get_field(field)
+    except FieldDoesNotExist:
+        found = None
+    if found is None or not getattr(found, "concrete", False) or found.is_relation:
+        return [
+            Error(
+                f"DJANGO_MCP['JWT_USER_FIELD'] is {field!r}, which is not a field of {model._meta.label}.",
+                hint="Name the user field the JWT_USER_CLAIM value is stored in, such as 'username' or 'email'.",
+                id="django_mcp.E272",
+            )
+        ]
+    return []
+
+
+def _check_role_scopes(mapping: Any) -> list[Any]:
+    if not isinstance(mapping, dict):
+        return []
+    from .scopes import all_scopes  # reason: auth.scopes imports DOT, loaded only once OAuth is on
+
+    try:
+        known = set(all_scopes())
+    except LookupError:  # the app registry is not ready for declared scopes (only in odd test setups)
+        return []
+    unknown = sorted({s for scopes in mapping.values() if isinstance(scopes, (list, tuple)) for s in scopes} - known)
+    if not unknown:
+        return []
+    return [
+        Warning(
+            f"DJANGO_MCP['JWT_ROLE_SCOPES'] grants {', '.join(map(repr, unknown))}, which this site does not have: "
+            "no tool, resource or prompt needs them.",
+            hint="Grant scopes listed in DJANGO_MCP['SCOPES'] or declared by a tool, resource or prompt.",
+            id="django_mcp.W270",
+        )
+    ]

@@ -1,0 +1,20 @@
+"""The OAuth test project as the resource server of an external identity provider (``JWT_ISSUER``).
+
+The provider is a real ``oidc-provider`` process (``tests/idp/provider.mjs``) started by the test;
+its issuer URL and the other ``JWT_*`` values come from the environment.
+"""
+
+import os
+
+from tests.oauth.settings import *  # noqa: F403
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.jwt_rs"]  # noqa: F405  # its mcp.py: per-user objects
+DJANGO_MCP = {
+    **DJANGO_MCP,  # noqa: F405
+    "JWT_ISSUER": os.environ["MCP_JWT_ISSUER"],
+    "JWT_USER_CLAIM": os.environ.get("MCP_JWT_USER_CLAIM", "preferred_username"),
+    "JWT_USER_FIELD": os.environ.get("MCP_JWT_USER_FIELD") or None,
+    "JWT_CREATE_USERS": os.environ.get("MCP_JWT_CREATE_USERS") == "1",
+    "JWT_ROLE_SCOPES": {"library-staff": ["secret:read"]},
+    "JWT_KEYS_MIN_REFRESH": float(os.environ.get("MCP_JWT_KEYS_MIN_REFRESH", "60")),
+}
