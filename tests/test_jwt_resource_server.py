@@ -37,17 +37,23 @@ OTHER_RESOURCE = "https://other.example/mcp/"
 SETUP = """
 from django.contrib.auth.models import Group, User
 for name, active in (("alice", True), ("bob", True), ("carol", False)):
-    user = User.objects.create_user(name, is_active=active)
+    user = User.objects.create_user(name, email=name.capitalize() + "@Example.com", is_active=active)
     user.groups.add(Group.objects.get_or_create(name=name + "-team")[0])
+# Two accounts sharing one address: a token naming it cannot tell which, so it is refused.
+User.objects.create_user("erin", email="shared@example.com")
+User.objects.create_user("erin-admin", email="Shared@Example.com", is_staff=True)
+User.objects.create_user("frank", email="frank@example.com")
 """
 
 #: Each client of the provider stands for one person: the claims the provider adds to its tokens.
 PEOPLE = {
-    "alice-cli": {"preferred_username": "alice", "email": "alice@example.com"},
-    "alice-web": {"preferred_username": "alice", "email": "alice@example.com"},
-    "bob-cli": {"preferred_username": "bob", "groups": ["library-staff"]},
-    "carol-cli": {"preferred_username": "carol"},
-    "dave-cli": {"preferred_username": "dave"},
+    "alice-cli": {"email": "alice@example.com"},
+    "alice-web": {"email": "alice@example.com"},
+    "bob-cli": {"email": "bob@example.com", "groups": ["library-staff"]},
+    "carol-cli": {"email": "carol@example.com"},
+    "dave-cli": {"email": "dave@example.com"},
+    "erin-cli": {"email": "shared@example.com"},
+    "frank-cli": {"email": "frank@example.com"},
 }
 
 pytestmark = pytest.mark.skipif(not OIDC_PROVIDER.exists(), reason="npm oidc-provider is not installed (make node)")
@@ -197,7 +203,7 @@ def claims(idp: IdP, server: OAuthServer, **changes: Any) -> dict[str, Any]:
         "aud": server.url,
         "sub": "alice-cli",
         "client_id": "alice-cli",
-        "preferred_username": "alice",
+        "email": "alice@example.com",
         "scope": "mcp",
         "iat": now,
         "exp": now + 300,
@@ -254,9 +260,23 @@ def test_a_session_stays_with_the_client_that_opened_it(idp: IdP, server: OAuthS
         assert mcp_post(server, idp.token(other), ping, **headers).status_code == 404
 
 
-def test_an_inactive_or_unknown_user_is_refused(idp: IdP, server: OAuthServer) -> None:
+def test_an_inactive_unknown_or_ambiguous_user_is_refused(idp: IdP, server: OAuthServer) -> None:
     assert refused(server, idp.token("carol-cli")) == "The access token's user is inactive."
-    assert "matches no user" in refused(server, idp.token("dave-cli"))
+    assert refused(server, idp.token("dave-cli")) == "The access token's email matches no user of this site."
+    # Two Django accounts share the address (erin and erin-admin): neither is picked.
+    assert refused(server, idp.token("erin-cli")) == "The access token's email matches more than one user."
+
+
+def test_disabling_the_user_refuses_their_valid_token_at_once(idp: IdP, server: OAuthServer) -> None:
+    token = idp.token("frank-cli")
+    init = mcp_post(server, token, INIT)
+    assert init.status_code == 200
+    server.shell(
+        'from django.contrib.auth.models import User; User.objects.filter(username="frank").update(is_active=False)'
+    )
+    headers = {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+    r = mcp_post(server, token, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, **headers)
+    assert r.status_code == 401 and "inactive" in r.headers["www-authenticate"], r.text
 
 
 # -- forged and misdirected tokens --------------------------------------------------------------------------------

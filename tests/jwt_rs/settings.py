@@ -12,9 +12,9 @@ INSTALLED_APPS = [*INSTALLED_APPS, "tests.jwt_rs"]  # noqa: F405  # its mcp.py: 
 DJANGO_MCP = {
     **DJANGO_MCP,  # noqa: F405
     "JWT_ISSUER": os.environ["MCP_JWT_ISSUER"],
-    "JWT_USER_CLAIM": os.environ.get("MCP_JWT_USER_CLAIM", "preferred_username"),
-    "JWT_USER_FIELD": os.environ.get("MCP_JWT_USER_FIELD") or None,
-    "JWT_CREATE_USERS": os.environ.get("MCP_JWT_CREATE_USERS") == "1",
+    # Users are found by email, the way most company providers are mapped (compared without regard to case).
+    "JWT_USER_CLAIM": "email",
+    "JWT_USER_FIELD": "email",
     "JWT_ROLE_SCOPES": {"library-staff": ["secret:read"]},
     "JWT_KEYS_MIN_REFRESH": float(os.environ.get("MCP_JWT_KEYS_MIN_REFRESH", "60")),
 }
