@@ -143,7 +143,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     asgi = start_oauth_server(tmp, settings="tests.jwt_rs.settings", setup=SETUP, **env)
     wsgi_tmp = tmp_path_factory.mktemp("jwt-wsgi")
     live = start_wsgi_server(
-        server_env(wsgi_tmp, settings="tests.jwt_rs.settings_wsgi", **env),
+        server_env(wsgi_tmp, settings="tests.jwt_rs.settings", MCP_JWT_WSGI="1", **env),
         wsgi_tmp / "gunicorn.log",
         app="tests.oauth.wsgi:application",
     )
@@ -381,9 +381,22 @@ async def test_too_few_scopes_is_a_403_challenge_and_stepping_up_works(idp: IdP,
     assert 'error="insufficient_scope"' in challenge and 'scope="secret:read"' in challenge, challenge
     metadata = server.base + "/.well-known/oauth-protected-resource/mcp"
     assert f'resource_metadata="{metadata}"' in challenge, challenge
-    # Step up: a token holding the scope the challenge named; the same call succeeds.
+    # Completing an argument of a scoped prompt is using it: the same challenge, naming its scope.
+    complete = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "completion/complete",
+        "params": {"ref": {"type": "ref/prompt", "name": "secret_prompt"}, "argument": {"name": "x", "value": ""}},
+    }
+    r = mcp_post(server, narrow, complete, **headers)
+    assert r.status_code == 403 and 'scope="secret:read"' in r.headers["www-authenticate"], r.text
+    # Step up: a token holding the scope the challenge named; the same calls succeed.
     wide = idp.token("alice-cli", scope="mcp secret:read")
     assert text(await call(server, wide, "secret")) == "the secret is 42"
+    init = mcp_post(server, wide, INIT)
+    headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+    r = mcp_post(server, wide, complete, **headers)
+    assert r.status_code == 200 and r.json()["result"]["completion"]["values"] == [], r.text
 
 
 async def test_a_group_claim_grants_the_mapped_scope(idp: IdP, server: OAuthServer) -> None:

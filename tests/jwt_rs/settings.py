@@ -18,3 +18,7 @@ DJANGO_MCP = {
     "JWT_ROLE_SCOPES": {"library-staff": ["secret:read"]},
     "JWT_KEYS_MIN_REFRESH": float(os.environ.get("MCP_JWT_KEYS_MIN_REFRESH", "60")),
 }
+if os.environ.get("MCP_JWT_WSGI"):
+    # WSGI mode (gunicorn tests.oauth.wsgi): the same project and database schema, the endpoint as a view.
+    ROOT_URLCONF = "tests.oauth.urls_wsgi"
+    WSGI_APPLICATION = "tests.oauth.wsgi.application"
