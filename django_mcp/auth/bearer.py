@@ -48,7 +48,8 @@ _LEGACY_SUFFIXES = ("/sse", "/messages")
 class AuthInfo:
     """What a verified bearer token grants: the user, the OAuth client and the scopes.
 
-    ``token`` is DOT's access token, or the ``auth`` a project authentication class returned
+    ``token`` is DOT's access token, a JWT's claims (``JWT_ISSUER``), or the ``auth`` a project
+    authentication class returned
     (its API token), named by ``authenticator`` ("" for an OAuth token); such a token has no
     OAuth client (``client_id`` "").
     """
