@@ -366,6 +366,18 @@ def test_a_rotated_key_is_fetched_and_accepted(idp: IdP, server: OAuthServer) ->
     assert idp.fetches == before + 1
 
 
+def test_keys_already_fetched_keep_serving_while_the_provider_is_down(idp: IdP, server: OAuthServer) -> None:
+    idp.stop()
+    try:
+        time.sleep(2.1)  # past the minimum interval: an unknown kid now tries to fetch, and fails
+        stranger = jwk.JWK.generate(kty="EC", crv="P-256")
+        forged = forge(stranger, claims(idp, server), alg="ES256", kid="made-up")
+        assert refused(server, forged) == "The access token is signed with a key the issuer does not publish."
+        assert mcp_post(server, forge(idp.keys[0], claims(idp, server)), INIT).status_code == 200
+    finally:
+        idp.start()
+
+
 # -- scopes and step-up -------------------------------------------------------------------------------------------
 
 
