@@ -133,16 +133,13 @@ _lock = threading.Lock()
 _cache: _Cache | None = None
 #: time.monotonic() of a failed first fetch: none again before ``JWT_KEYS_MIN_REFRESH`` has passed.
 _failed: float | None = None
-#: Fetches of the key set this process made (the unknown-``kid`` bound is measured by it).
-fetches = 0
 
 
 def _refresh(issuer: str) -> _Cache:
-    global _cache, _failed, fetches
+    global _cache, _failed
     now = time.monotonic()
     if _cache is None and _failed is not None and now - _failed < mcp_settings.JWT_KEYS_MIN_REFRESH:
         raise KeysUnavailable(retry_after=math.ceil(mcp_settings.JWT_KEYS_MIN_REFRESH - (now - _failed)))
-    fetches += 1
     try:
         keys = _parse(fetch_json(jwks_uri(issuer)))
     except KeysUnavailable:
