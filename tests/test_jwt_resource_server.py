@@ -141,7 +141,7 @@ class Servers:
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     tmp = tmp_path_factory.mktemp("jwt")
     idp = IdP(free_port(), tmp / "idp-keys.json", [], [signing_key("k1")])
-    env = {"MCP_JWT_ISSUER": idp.issuer, "MCP_JWT_KEYS_MIN_REFRESH": "2"}
+    env = {"MCP_JWT_ISSUER": idp.issuer, "MCP_JWT_KEYS_MIN_REFRESH": "2", "MCP_JWT_ALGORITHMS": "RS256 PS256 ES256"}
     asgi = start_oauth_server(tmp, settings="tests.jwt_rs.settings", setup=SETUP, **env)
     wsgi_tmp = tmp_path_factory.mktemp("jwt-wsgi")
     live = start_wsgi_server(
@@ -357,6 +357,12 @@ def test_alg_none_and_hmac_keyed_with_the_public_key_are_refused(idp: IdP, serve
         hmac = jwk.JWK(kty="oct", k=b64(secret), kid="k1")
         forged = forge(hmac, claims(idp, server), alg="HS256")
         assert refused(server, forged) == "The access token's signature algorithm is not accepted."
+
+
+def test_a_key_is_used_only_with_its_own_algorithm(idp: IdP, server: OAuthServer) -> None:
+    """The provider publishes k1 for RS256: a PS256 signature by the same key is not accepted."""
+    forged = forge(idp.keys[0], claims(idp, server), alg="PS256")
+    assert refused(server, forged) == "The access token's algorithm is not its key's."
 
 
 def test_an_id_token_or_other_jwt_type_is_refused(idp: IdP, server: OAuthServer) -> None:

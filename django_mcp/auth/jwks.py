@@ -98,11 +98,14 @@ def jwks_uri(issuer: str) -> str:
         except KeysUnavailable:
             continue
         if document.get("issuer") != issuer:
-            logger.warning("The metadata at %s names issuer %r, not %r: ignored.", url, document.get("issuer"), issuer)
+            named = str(document.get("issuer"))[:200]
+            logger.warning("The metadata at %s names issuer %r, not %r: ignored.", url, named, issuer)
             continue
         uri = document.get("jwks_uri")
         if not isinstance(uri, str) or _origin(uri) != _origin(issuer):
-            logger.warning("The metadata at %s names jwks_uri %r, off the issuer's origin: ignored.", url, uri)
+            logger.warning(
+                "The metadata at %s names jwks_uri %r, off the issuer's origin: ignored.", url, str(uri)[:200]
+            )
             continue
         return uri
     raise KeysUnavailable()
@@ -117,7 +120,7 @@ def _parse(document: dict[str, Any]) -> dict[str, jwk.JWK]:
         try:
             key = jwk.JWK(**{k: v for k, v in entry.items() if k not in ("d", "p", "q", "dp", "dq", "qi")})
         except Exception:  # noqa: BLE001 - a key jwcrypto cannot read is skipped, the others still serve
-            logger.warning("Skipped an unreadable key of the issuer's key set (kid %r).", entry.get("kid"))
+            logger.warning("Skipped an unreadable key of the issuer's key set (kid %r).", str(entry.get("kid"))[:100])
             continue
         keys[str(entry.get("kid") or "")] = key
     return keys

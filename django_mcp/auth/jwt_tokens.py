@@ -102,6 +102,8 @@ def _verified_claims(token: str, issuer: str) -> dict[str, Any]:
     key = jwks.signing_key(issuer, kid)
     if key is None:
         raise TokenRefused("The access token is signed with a key the issuer does not publish.")
+    if key.get("alg") not in (None, alg):  # a key published for one algorithm verifies no other (RFC 8725 §3.1)
+        raise TokenRefused("The access token's algorithm is not its key's.")
     signed = jws.JWS()
     try:
         signed.deserialize(token)

@@ -17,6 +17,7 @@ DJANGO_MCP = {
     "JWT_USER_FIELD": "email",
     "JWT_ROLE_SCOPES": {"library-staff": ["secret:read"]},
     "JWT_KEYS_MIN_REFRESH": float(os.environ.get("MCP_JWT_KEYS_MIN_REFRESH", "60")),
+    "JWT_ALGORITHMS": os.environ.get("MCP_JWT_ALGORITHMS", "RS256 PS256 ES256 EdDSA").split(),
 }
 if os.environ.get("MCP_JWT_WSGI"):
     # WSGI mode (gunicorn tests.oauth.wsgi): the same project and database schema, the endpoint as a view.
