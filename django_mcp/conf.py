@@ -70,6 +70,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     REQUIRE_AUDIENCE: bool
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: str | TokenScopes | None
+    SCOPE_GROUPS: Mapping[str, Sequence[str]]
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float
@@ -247,6 +248,18 @@ def _role_scopes(value: Mapping[Any, Any]) -> bool:
     )
 
 
+def _scope_groups(value: Mapping[Any, Any]) -> bool:
+    return all(
+        isinstance(k, str)
+        and k
+        and " " not in k
+        and isinstance(v, _SEQUENCE)
+        and v
+        and all(isinstance(g, str) and g for g in v)
+        for k, v in value.items()
+    )
+
+
 def _regex(value: str) -> bool:
     try:
         re.compile(value)
@@ -420,6 +433,15 @@ SETTINGS: dict[str, Setting] = {
         (str, Callable, type(None)),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
         default=None,
     ),
+    # Scopes reserved to Django groups: {scope: [group names]}. DOT shows and issues a listed scope only to a member
+    # of one of its groups (the groups an OIDC login copies from the company IdP); unlisted scopes stay open to all.
+    "SCOPE_GROUPS": Setting(
+        "django_mcp.E260",
+        "a dict of scope names to non-empty lists of group names (strings)",
+        (dict,),
+        _scope_groups,
+        default={},
+    ),
     # -- Engine security (batches) --
     # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
     "MAX_BATCH_SIZE": _int("django_mcp.E007", default=100),
@@ -461,7 +483,7 @@ SETTINGS: dict[str, Setting] = {
     # The issuer whose JWT access tokens the endpoint accepts (its RFC 8414 / OpenID metadata names the keys);
     # None: only django-oauth-toolkit's own tokens.
     "JWT_ISSUER": Setting(
-        "django_mcp.E260",
+        "django_mcp.E280",
         'None or the issuer URL, such as "https://login.example.com/realms/staff" (https, or http on loopback)',
         (str, type(None)),
         lambda v: v is None or _issuer_url(v),
@@ -469,7 +491,7 @@ SETTINGS: dict[str, Setting] = {
     ),
     # The issuer's key set, when its metadata does not name it or names another host; None: its jwks_uri.
     "JWT_JWKS_URI": Setting(
-        "django_mcp.E261",
+        "django_mcp.E281",
         "None or an https URL (http on loopback)",
         (str, type(None)),
         lambda v: v is None or _issuer_url(v),
@@ -477,7 +499,7 @@ SETTINGS: dict[str, Setting] = {
     ),
     # Signature algorithms accepted: asymmetric only (never "none", never an HMAC "secret").
     "JWT_ALGORITHMS": Setting(
-        "django_mcp.E262",
+        "django_mcp.E282",
         f"a non-empty list of {', '.join(JWT_ASYMMETRIC_ALGORITHMS)}",
         _SEQUENCE,
         lambda v: bool(v) and all(a in JWT_ASYMMETRIC_ALGORITHMS for a in v),
@@ -485,23 +507,23 @@ SETTINGS: dict[str, Setting] = {
     ),
     # Seconds of clock skew allowed on exp, nbf and iat.
     "JWT_LEEWAY": Setting(
-        "django_mcp.E263", "a number of seconds from 0 to 300", _NUMBER, lambda v: 0 <= v <= 300, default=30
+        "django_mcp.E283", "a number of seconds from 0 to 300", _NUMBER, lambda v: 0 <= v <= 300, default=30
     ),
     # The claim naming the Django user, and the user field it matches (None: the username field).
-    "JWT_USER_CLAIM": Setting("django_mcp.E264", "a claim name (a non-empty string)", (str,), bool, default="sub"),
-    "JWT_USER_FIELD": _optional_str("django_mcp.E265", default=None),
+    "JWT_USER_CLAIM": Setting("django_mcp.E284", "a claim name (a non-empty string)", (str,), bool, default="sub"),
+    "JWT_USER_FIELD": _optional_str("django_mcp.E285", default=None),
     # Create the Django user on its first call when none matches (off: an unknown user is refused).
-    "JWT_CREATE_USERS": _bool("django_mcp.E266", default=False),
+    "JWT_CREATE_USERS": _bool("django_mcp.E286", default=False),
     # Claims holding the user's roles or groups, and the site scopes each role or group grants.
     "JWT_ROLES_CLAIMS": Setting(
-        "django_mcp.E267",
+        "django_mcp.E287",
         "a list of claim names (strings)",
         _SEQUENCE,
         lambda v: all(isinstance(c, str) and c for c in v),
         default=["roles", "groups"],
     ),
     "JWT_ROLE_SCOPES": Setting(
-        "django_mcp.E268",
+        "django_mcp.E288",
         'a dict of role or group names to lists of scopes, such as {"library-staff": ["books:write"]}',
         (dict,),
         _role_scopes,
@@ -509,8 +531,8 @@ SETTINGS: dict[str, Setting] = {
     ),
     # Least seconds between two fetches of the issuer's keys for a token whose key ("kid") is unknown,
     # and the most seconds keys are kept before they are fetched again.
-    "JWT_KEYS_MIN_REFRESH": _seconds("django_mcp.E269", default=60),
-    "JWT_KEYS_MAX_AGE": _seconds("django_mcp.E270", default=3600),
+    "JWT_KEYS_MIN_REFRESH": _seconds("django_mcp.E289", default=60),
+    "JWT_KEYS_MAX_AGE": _seconds("django_mcp.E290", default=3600),
     # Dynamic client registration (RFC 7591/7592) limits: body bytes (413 above), redirect URIs per client,
     # characters per redirect URI, and bytes of JSON in metadata fields RFC 7591 does not define (400 above).
     "REGISTRATION_MAX_BODY_SIZE": _int("django_mcp.E135", default=16 * 1024),
@@ -738,6 +760,7 @@ class MCPSettings:
     REQUIRE_AUDIENCE: bool
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: TokenScopes | None  # imported on first access
+    SCOPE_GROUPS: Mapping[str, Sequence[str]]
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float

@@ -200,6 +200,14 @@ BAD: dict[str, list[Any]] = {
         ["tests.no_such_module.Authentication"],
     ],
     "TOKEN_SCOPES": [5, ["mcp"], "tests.no_such_module.scopes", "django_mcp.conf.DEFAULTS"],
+    "SCOPE_GROUPS": [
+        [],
+        {"secret:read": []},
+        {"secret:read": "vault-readers"},
+        {"a b": ["staff"]},
+        {"secret:read": [""]},
+        {"": ["staff"]},
+    ],
 }
 
 #: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).
@@ -248,6 +256,7 @@ GOOD: dict[str, list[Any]] = {
     "BROWSABLE_ENDPOINT": [False, "superuser"],
     "AUTHENTICATION_CLASSES": [[], ("rest_framework.authentication.TokenAuthentication",)],
     "TOKEN_SCOPES": [None, lambda user, auth: None, "django_mcp.auth.authenticators.token_scopes"],
+    "SCOPE_GROUPS": [{"secret:read": ["vault-readers"]}, {"mcp": ("staff", "contractors")}],
 }
 
 CASES = [(key, value) for key, values in BAD.items() for value in values]

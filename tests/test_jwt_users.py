@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import override_settings
 
-from django_mcp.auth.jwt_tokens import TokenRefused, find_user, token_scopes
+from django_mcp.auth.jwt_tokens import TokenRefused, find_user, granted_scopes, token_scopes
 
 pytestmark = pytest.mark.django_db
 
@@ -56,3 +56,16 @@ def test_scopes_from_scope_scp_and_mapped_groups() -> None:
         assert token_scopes({"scp": ["mcp"], "groups": ["staff", "other"]}) == {"mcp", "books:write"}
         assert token_scopes({"scp": "mcp", "roles": "Admins"}) == {"mcp", "admin"}
         assert token_scopes({"groups": "staff", "scope": 5}) == {"books:write"}
+
+
+def test_scope_groups_narrow_a_jwt_as_they_narrow_the_sites_own_tokens() -> None:
+    """A scope reserved to a Django group (SCOPE_GROUPS) is not granted by the provider's token alone."""
+    from django.contrib.auth.models import Group
+
+    member, other = User.objects.create_user("member"), User.objects.create_user("other")
+    member.groups.add(Group.objects.create(name="vault-readers"))
+    mcp = {**CREATE, "SCOPE_GROUPS": {"secret:read": ["vault-readers"]}}
+    claims = {"scope": "mcp secret:read"}
+    with override_settings(DJANGO_MCP=mcp):
+        assert granted_scopes(member, claims) == {"mcp", "secret:read"}
+        assert granted_scopes(other, claims) == {"mcp"}

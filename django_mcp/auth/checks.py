@@ -1,6 +1,7 @@
 """System checks for ``AUTH = "oauth"``: every django-oauth-toolkit setting that contradicts MCP.
 
-Ids ``django_mcp.E030``-``E036`` and ``W030``-``W031``, each listed in docs/checks.md.
+Ids ``django_mcp.E030``-``E036``, ``W030``-``W031``, ``W260``-``W261``, ``E291``-``E292`` and
+``W280``-``W281``, each listed in docs/checks.md.
 They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``. ``E221`` and ``W220`` check the
 project's own authentication classes (``AUTHENTICATION_CLASSES``) whatever ``AUTH`` is.
 """
@@ -57,6 +58,39 @@ def check_authentication_classes(app_configs: Any = None, **kwargs: Any) -> list
             )
         )
     return errors
+
+
+@register(Tags.compatibility)
+def check_scope_groups(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W260``: ``SCOPE_GROUPS`` names a scope the site does not have; ``W261``: set without OAuth.
+
+    A value of the wrong shape is ``E260`` (``django_mcp.checks.check_settings``).
+    """
+    rules = getattr(settings, "DJANGO_MCP", {}).get("SCOPE_GROUPS") or {}
+    if not isinstance(rules, dict) or not rules:
+        return []
+    if mcp_settings.AUTH != "oauth":
+        return [
+            Warning(
+                "DJANGO_MCP['SCOPE_GROUPS'] is set but AUTH is not 'oauth': no token is issued, so no scope is "
+                "reserved to anyone.",
+                hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Scopes reserved to groups\").",
+                id="django_mcp.W261",
+            )
+        ]
+    from .scopes import all_scopes  # reason: the scopes backend imports DOT, installed with OAuth on
+
+    known = all_scopes()
+    return [
+        Warning(
+            f"DJANGO_MCP['SCOPE_GROUPS'] reserves {scope!r}, which is not a scope of this site: the rule "
+            "never applies.",
+            hint=f"Use one of {sorted(known)}, or add the scope to DJANGO_MCP['SCOPES'].",
+            id="django_mcp.W260",
+        )
+        for scope in rules
+        if isinstance(scope, str) and scope not in known
+    ]
 
 
 @register(Tags.compatibility)
@@ -219,9 +253,9 @@ def _check_login_template(view: Any) -> list[Any]:
 
 @register(Tags.compatibility)
 def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """``E271``-``E272``, ``W270``-``W271``: JWT access tokens from an external authorization server.
+    """``E291``-``E292``, ``W280``-``W281``: JWT access tokens from an external authorization server.
 
-    The value of each ``JWT_*`` key is checked by ``django_mcp.checks.check_settings`` (``E260``-``E270``);
+    The value of each ``JWT_*`` key is checked by ``django_mcp.checks.check_settings`` (``E280``-``E290``);
     these are the combinations that cannot work.
     """
     user = getattr(settings, "DJANGO_MCP", {}) or {}
@@ -236,7 +270,7 @@ def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                     "DJANGO_MCP sets JWT_JWKS_URI or JWT_ROLE_SCOPES but not JWT_ISSUER: no JWT is accepted, so "
                     "they are never used.",
                     hint="Set DJANGO_MCP['JWT_ISSUER'] to your authorization server's issuer URL (docs/auth.md).",
-                    id="django_mcp.W271",
+                    id="django_mcp.W281",
                 )
             )
         return errors
@@ -246,7 +280,7 @@ def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 "DJANGO_MCP['JWT_ISSUER'] is set but AUTH is not 'oauth': the endpoint checks no token.",
                 hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Tokens from your company's authorization "
                 'server").',
-                id="django_mcp.E271",
+                id="django_mcp.E291",
             )
         )
     errors.extend(_check_user_field(user.get("JWT_USER_FIELD")))
@@ -259,7 +293,7 @@ def _check_user_field(field: Any) -> list[Any]:
     from django.core.exceptions import FieldDoesNotExist
 
     if not isinstance(field, str) or not field:
-        return []  # None: the username field; a wrong type is E265
+        return []  # None: the username field; a wrong type is E285
     model = get_user_model()
     try:
         found = model._meta.get_field(field)
@@ -270,7 +304,7 @@ def _check_user_field(field: Any) -> list[Any]:
             Error(
                 f"DJANGO_MCP['JWT_USER_FIELD'] is {field!r}, which is not a field of {model._meta.label}.",
                 hint="Name the user field the JWT_USER_CLAIM value is stored in, such as 'username' or 'email'.",
-                id="django_mcp.E272",
+                id="django_mcp.E292",
             )
         ]
     return []
@@ -293,6 +327,6 @@ def _check_role_scopes(mapping: Any) -> list[Any]:
             f"DJANGO_MCP['JWT_ROLE_SCOPES'] grants {', '.join(map(repr, unknown))}, which this site does not have: "
             "no tool, resource or prompt needs them.",
             hint="Grant scopes listed in DJANGO_MCP['SCOPES'] or declared by a tool, resource or prompt.",
-            id="django_mcp.W270",
+            id="django_mcp.W280",
         )
     ]

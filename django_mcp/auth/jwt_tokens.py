@@ -14,7 +14,8 @@ is only its resource server. A token is accepted when, in this order:
   ``JWT_CREATE_USERS``).
 
 Its scopes are those of ``scope`` (RFC 9068) or ``scp`` (Entra, Okta), plus the site scopes
-``JWT_ROLE_SCOPES`` grants for each role or group in the ``JWT_ROLES_CLAIMS``.
+``JWT_ROLE_SCOPES`` grants for each role or group in the ``JWT_ROLES_CLAIMS``, less those
+``SCOPE_GROUPS`` reserves to Django groups the user is not in.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..conf import JWT_ASYMMETRIC_ALGORITHMS, mcp_settings
 from ..writelock import write_transaction
 from . import jwks
 from .audience import audience_accepted
+from .group_scopes import permitted_scopes
 
 #: Longest JWT read (a token with many groups is a few kB; anything longer is refused unread).
 MAX_TOKEN = 16 * 1024
@@ -81,7 +83,7 @@ def verify(token: str, endpoint_url: str) -> Verified:
     user = find_user(claims)
     client_id = claims.get("client_id") or claims.get("azp") or ""
     client_id = client_id[:MAX_CLAIM] if isinstance(client_id, str) else ""
-    return Verified(user, client_id, token_scopes(claims), claims)
+    return Verified(user, client_id, granted_scopes(user, claims), claims)
 
 
 def _verified_claims(token: str, issuer: str) -> dict[str, Any]:
@@ -169,6 +171,11 @@ def token_scopes(claims: dict[str, Any]) -> frozenset[str]:
     return frozenset(scopes)
 
 
+def granted_scopes(user: Any, claims: dict[str, Any]) -> frozenset[str]:
+    """The token's scopes, less those ``SCOPE_GROUPS`` reserves to groups ``user`` is not in (as for DOT's tokens)."""
+    return frozenset(permitted_scopes(user, sorted(token_scopes(claims))))
+
+
 def user_field() -> str:
     """The user model's field the ``JWT_USER_CLAIM`` value is matched against."""
     return str(mcp_settings.JWT_USER_FIELD or get_user_model().USERNAME_FIELD)
@@ -211,4 +218,4 @@ def _create_user(model: Any, field: str, value: str, lookup: dict[str, str]) -> 
         return model._default_manager.get(**lookup)
 
 
-__all__ = ["TokenRefused", "Verified", "claims_issuer", "find_user", "token_scopes", "verify"]
+__all__ = ["TokenRefused", "Verified", "claims_issuer", "find_user", "granted_scopes", "token_scopes", "verify"]
