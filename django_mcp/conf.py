@@ -84,6 +84,17 @@ class DjangoMCPSettings(TypedDict, total=False):
     GC_FREEZE: bool
     UNAVAILABLE_RETRY_AFTER: int
     ACCEPTED_AUDIENCES: Sequence[str]
+    JWT_ISSUER: str | None
+    JWT_JWKS_URI: str | None
+    JWT_ALGORITHMS: Sequence[str]
+    JWT_LEEWAY: float
+    JWT_USER_CLAIM: str
+    JWT_USER_FIELD: str | None
+    JWT_CREATE_USERS: bool
+    JWT_ROLES_CLAIMS: Sequence[str]
+    JWT_ROLE_SCOPES: Mapping[str, Sequence[str]]
+    JWT_KEYS_MIN_REFRESH: float
+    JWT_KEYS_MAX_AGE: float
     REGISTRATION_MAX_BODY_SIZE: int
     REGISTRATION_MAX_REDIRECT_URIS: int
     REGISTRATION_MAX_URI_LENGTH: int
@@ -224,6 +235,30 @@ def _url_prefix(value: str) -> bool:
 
 def _scopes(value: Mapping[Any, Any]) -> bool:
     return all(isinstance(k, str) and k and " " not in k and isinstance(v, str) for k, v in value.items())
+
+
+#: JWS algorithms ``JWT_ALGORITHMS`` may list: public-key signatures only (RFC 8725 §3.1, §3.2).
+JWT_ASYMMETRIC_ALGORITHMS = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+)  # fmt: skip
+
+
+def _issuer_url(value: str) -> bool:
+    """An https URL without query or fragment; http only on a loopback host (a test or a local IdP)."""
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    if not parts.hostname or parts.query or parts.fragment or parts.username is not None:
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"))
+
+
+def _role_scopes(value: Mapping[Any, Any]) -> bool:
+    return all(
+        isinstance(k, str) and k and isinstance(v, (list, tuple)) and all(isinstance(s, str) and s for s in v)
+        for k, v in value.items()
+    )
 
 
 def _scope_groups(value: Mapping[Any, Any]) -> bool:
@@ -457,6 +492,60 @@ SETTINGS: dict[str, Setting] = {
         lambda v: all(_absolute_uri(u) for u in v),
         default=[],
     ),
+    # -- Tokens from an external authorization server (JWT access tokens, RFC 9068; docs/auth.md) --
+    # The issuer whose JWT access tokens the endpoint accepts (its RFC 8414 / OpenID metadata names the keys);
+    # None: only django-oauth-toolkit's own tokens.
+    "JWT_ISSUER": Setting(
+        "django_mcp.E280",
+        'None or the issuer URL, such as "https://login.example.com/realms/staff" (https, or http on loopback)',
+        (str, type(None)),
+        lambda v: v is None or _issuer_url(v),
+        default=None,
+    ),
+    # The issuer's key set, when its metadata does not name it or names another host; None: its jwks_uri.
+    "JWT_JWKS_URI": Setting(
+        "django_mcp.E281",
+        "None or an https URL (http on loopback)",
+        (str, type(None)),
+        lambda v: v is None or _issuer_url(v),
+        default=None,
+    ),
+    # Signature algorithms accepted: asymmetric only (never "none", never an HMAC "secret").
+    "JWT_ALGORITHMS": Setting(
+        "django_mcp.E282",
+        f"a non-empty list of {', '.join(JWT_ASYMMETRIC_ALGORITHMS)}",
+        _SEQUENCE,
+        lambda v: bool(v) and all(a in JWT_ASYMMETRIC_ALGORITHMS for a in v),
+        default=["RS256", "PS256", "ES256", "EdDSA"],
+    ),
+    # Seconds of clock skew allowed on exp, nbf and iat.
+    "JWT_LEEWAY": Setting(
+        "django_mcp.E283", "a number of seconds from 0 to 300", _NUMBER, lambda v: 0 <= v <= 300, default=30
+    ),
+    # The claim naming the Django user, and the user field it matches (None: the username field).
+    "JWT_USER_CLAIM": Setting("django_mcp.E284", "a claim name (a non-empty string)", (str,), bool, default="sub"),
+    "JWT_USER_FIELD": _optional_str("django_mcp.E285", default=None),
+    # Create the Django user on its first call when none matches (off: an unknown user is refused).
+    "JWT_CREATE_USERS": _bool("django_mcp.E286", default=False),
+    # Claims holding the user's roles or groups, and the site scopes each role or group grants.
+    "JWT_ROLES_CLAIMS": Setting(
+        "django_mcp.E287",
+        "a list of claim names (strings)",
+        _SEQUENCE,
+        lambda v: all(isinstance(c, str) and c for c in v),
+        default=["roles", "groups"],
+    ),
+    "JWT_ROLE_SCOPES": Setting(
+        "django_mcp.E288",
+        'a dict of role or group names to lists of scopes, such as {"library-staff": ["books:write"]}',
+        (dict,),
+        _role_scopes,
+        default={},
+    ),
+    # Least seconds between two fetches of the issuer's keys for a token whose key ("kid") is unknown,
+    # and the most seconds keys are kept before they are fetched again.
+    "JWT_KEYS_MIN_REFRESH": _seconds("django_mcp.E289", default=60),
+    "JWT_KEYS_MAX_AGE": _seconds("django_mcp.E290", default=3600),
     # Dynamic client registration (RFC 7591/7592) limits: body bytes (413 above), redirect URIs per client,
     # characters per redirect URI, and bytes of JSON in metadata fields RFC 7591 does not define (400 above).
     "REGISTRATION_MAX_BODY_SIZE": _int("django_mcp.E135", default=16 * 1024),
@@ -709,6 +798,17 @@ class MCPSettings:
     GC_FREEZE: bool
     UNAVAILABLE_RETRY_AFTER: int
     ACCEPTED_AUDIENCES: Sequence[str]
+    JWT_ISSUER: str | None
+    JWT_JWKS_URI: str | None
+    JWT_ALGORITHMS: Sequence[str]
+    JWT_LEEWAY: float
+    JWT_USER_CLAIM: str
+    JWT_USER_FIELD: str | None
+    JWT_CREATE_USERS: bool
+    JWT_ROLES_CLAIMS: Sequence[str]
+    JWT_ROLE_SCOPES: Mapping[str, Sequence[str]]
+    JWT_KEYS_MIN_REFRESH: float
+    JWT_KEYS_MAX_AGE: float
     REGISTRATION_MAX_BODY_SIZE: int
     REGISTRATION_MAX_REDIRECT_URIS: int
     REGISTRATION_MAX_URI_LENGTH: int

@@ -99,7 +99,8 @@ class Context:
 
     @property
     def token(self) -> Any:
-        """The caller's token: DOT's access token, or the project's own API token (``AUTHENTICATION_CLASSES``).
+        """The caller's token: DOT's access token, the project's own API token (``AUTHENTICATION_CLASSES``),
+        or the claims (a dict) of a JWT from ``JWT_ISSUER``.
 
         What the project's authentication class returned as ``auth``, so its rules (a write flag, say)
         can be read here as DRF views read ``request.auth``; None without a token.

@@ -230,9 +230,14 @@ def check_scopes(ex: Exchange, caller: Caller) -> None:
     """A token lacking the scopes of the tool/resource/prompt a request names: ``Rejected`` (403).
 
     The same refusal for every caller; an HTTP caller's carries the ``WWW-Authenticate``
-    challenge a client steps up from (RFC 6750 ``insufficient_scope``).
+    challenge a client steps up from (RFC 6750 ``insufficient_scope``). Completing an argument of a
+    prompt or resource template needs that object's scopes, as using it does.
     """
     target = ex.target
+    if target is None and ex.method == "completion/complete":
+        target = ex.server.completed(ex.params or {})
+    # Every scope the call needs, not only those the token lacks, nor those it already has (SEP-2350):
+    # the client adds them to what it holds when it asks for a new token.
     needed = sorted(set(target.scopes)) if target is not None else []
     if not needed or caller.auth.allows(needed):
         return

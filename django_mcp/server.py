@@ -453,6 +453,20 @@ class MCPServer:
                 return found
         return None
 
+    def completed(self, params: dict[str, Any]) -> Any:
+        """The prompt or resource template a ``completion/complete`` request completes an argument of, or None.
+
+        Completing an argument is using that prompt or template: the call needs its scopes (step-up).
+        """
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            return None
+        if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+            return self.prompts.get(ref["name"])
+        if ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+            return self.templates.get(ref["uri"])
+        return None
+
     def handles(self, method: str) -> bool:
         """Whether this server answers requests of ``method`` (else they get -32601)."""
         return method in self._handlers or method in hooks.methods or method in DEFAULT_HANDLERS

@@ -135,6 +135,49 @@ def test_e036_login_template_missing() -> None:
     assert login_ids(LOGIN_URL="login", TEMPLATES=NO_DIRS) == ["django_mcp.E036"]
 
 
+# -- JWT access tokens from an external authorization server (E291, E292, W280, W281) ----------------
+
+ISSUER = {"JWT_ISSUER": "https://login.example.com/realms/staff"}
+
+
+def jwt_ids(**mcp: Any) -> list[str]:
+    from django_mcp.auth.checks import check_jwt
+
+    with override_settings(DJANGO_MCP=mcp):
+        return [e.id for e in check_jwt()]
+
+
+def test_jwt_clean_configuration() -> None:
+    assert jwt_ids(**OAUTH, **ISSUER) == []
+    assert jwt_ids(**OAUTH, **ISSUER, JWT_USER_FIELD="email", JWT_ROLE_SCOPES={"staff": ["mcp"]}) == []
+    assert jwt_ids(**OAUTH) == []
+
+
+def test_e271_issuer_without_oauth() -> None:
+    assert jwt_ids(AUTH="none", **ISSUER) == ["django_mcp.E291"]
+
+
+def test_e272_user_field_not_on_the_user_model() -> None:
+    assert jwt_ids(**OAUTH, **ISSUER, JWT_USER_FIELD="mail") == ["django_mcp.E292"]
+    assert jwt_ids(**OAUTH, **ISSUER, JWT_USER_FIELD="groups") == ["django_mcp.E292"], "a relation is no field"
+
+
+def test_w270_role_mapped_to_a_scope_the_site_lacks() -> None:
+    assert jwt_ids(**OAUTH, **ISSUER, JWT_ROLE_SCOPES={"staff": ["mcp", "boks:write"]}) == ["django_mcp.W280"]
+
+
+def test_w271_jwt_keys_without_issuer() -> None:
+    assert jwt_ids(**OAUTH, JWT_JWKS_URI="https://keys.example.com/jwks") == ["django_mcp.W281"]
+    assert jwt_ids(**OAUTH, JWT_ROLE_SCOPES={"staff": ["mcp"]}) == ["django_mcp.W281"]
+
+
+def test_jwt_settings_values_are_checked() -> None:
+    """Each JWT_* value has its own id (check_settings): an http issuer off loopback, HMAC, a large leeway."""
+    bad = {"JWT_ISSUER": "http://login.example.com", "JWT_ALGORITHMS": ["HS256"], "JWT_LEEWAY": 3600}
+    with override_settings(DJANGO_MCP={**OAUTH, **bad}):
+        assert sorted(e.id for e in check_settings()) == ["django_mcp.E280", "django_mcp.E282", "django_mcp.E283"]
+
+
 # -- SCOPE_GROUPS: W260-W261, and the narrowing itself ---------------------------------------------------
 
 

@@ -10,7 +10,9 @@ service user or is refused, the user must be active,
 and every refusal is a ``WWW-Authenticate: Bearer`` challenge pointing at the
 RFC 9728 metadata of this endpoint.
 
-A token DOT does not know goes on to the project's own authentication classes
+A JWT from the external authorization server named by ``JWT_ISSUER`` is verified by
+``jwt_tokens.py`` instead (its signature and claims; no token table). A token DOT does not
+know goes on to the project's own authentication classes
 (``AUTHENTICATION_CLASSES``, ``authenticators.py``), as does a header in one of their
 schemes (``Token <key>``): the project's API tokens act at the endpoint under its own rules.
 """
@@ -28,7 +30,7 @@ from django.core.signals import setting_changed
 from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
 from ..sync import run_bookkeeping
-from . import authenticators
+from . import authenticators, jwt_tokens
 from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
 from .locations import protected_resource_metadata_path
@@ -46,7 +48,8 @@ _LEGACY_SUFFIXES = ("/sse", "/messages")
 class AuthInfo:
     """What a verified bearer token grants: the user, the OAuth client and the scopes.
 
-    ``token`` is DOT's access token, or the ``auth`` a project authentication class returned
+    ``token`` is DOT's access token, a JWT's claims (``JWT_ISSUER``), or the ``auth`` a project
+    authentication class returned
     (its API token), named by ``authenticator`` ("" for an OAuth token); such a token has no
     OAuth client (``client_id`` "").
     """
@@ -152,6 +155,9 @@ def _verify(scope: dict[str, Any], authorization: str | None) -> AuthInfo:
     own = bool(mcp_settings.AUTHENTICATION_CLASSES)
     scheme, credentials = _split(authorization)
     description = authenticators.DEFAULT_MESSAGE
+    issuer = mcp_settings.JWT_ISSUER
+    if token is not None and issuer and jwt_tokens.claims_issuer(token) == issuer:
+        return _jwt_info(request, token)
     if token is not None:
         with mcp_audience_check():  # the exact audience rule below replaces DOT's prefix match
             valid, oauth_request = oauthlib_core().verify_request(request, scopes=[])
@@ -193,6 +199,15 @@ def _oauth_info(request: Any, access_token: Any) -> AuthInfo:
         scopes=frozenset(access_token.scope.split()),
         token=access_token,
     )
+
+
+def _jwt_info(request: Any, token: str) -> AuthInfo:
+    """A JWT access token from ``JWT_ISSUER``: verified by its signature and claims (``jwt_tokens.py``)."""
+    try:
+        found = jwt_tokens.verify(token, request.build_absolute_uri(endpoint_path(request.path)))
+    except jwt_tokens.TokenRefused as refused:
+        return _refuse(request, "invalid_token", str(refused))
+    return AuthInfo(user=found.user, client_id=found.client_id, scopes=found.scopes, token=found.claims)
 
 
 def _project_token(

@@ -1,6 +1,7 @@
 """System checks for ``AUTH = "oauth"``: every django-oauth-toolkit setting that contradicts MCP.
 
-Ids ``django_mcp.E030``-``E036``, ``W030``-``W031`` and ``W260``-``W261``, each listed in docs/checks.md.
+Ids ``django_mcp.E030``-``E036``, ``W030``-``W031``, ``W260``-``W261``, ``E291``-``E292`` and
+``W280``-``W281``, each listed in docs/checks.md.
 They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``. ``E221`` and ``W220`` check the
 project's own authentication classes (``AUTHENTICATION_CLASSES``) whatever ``AUTH`` is.
 """
@@ -246,5 +247,86 @@ def _check_login_template(view: Any) -> list[Any]:
                 "APP_DIRS on), or pass LoginView.as_view(template_name=...) an existing template."
             ),
             id="django_mcp.E036",
+        )
+    ]
+
+
+@register(Tags.compatibility)
+def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E291``-``E292``, ``W280``-``W281``: JWT access tokens from an external authorization server.
+
+    The value of each ``JWT_*`` key is checked by ``django_mcp.checks.check_settings`` (``E280``-``E290``);
+    these are the combinations that cannot work.
+    """
+    user = getattr(settings, "DJANGO_MCP", {}) or {}
+    if not isinstance(user, dict):
+        return []
+    issuer = user.get("JWT_ISSUER")
+    errors: list[Any] = []
+    if not issuer:
+        if user.get("JWT_JWKS_URI") or user.get("JWT_ROLE_SCOPES"):
+            errors.append(
+                Warning(
+                    "DJANGO_MCP sets JWT_JWKS_URI or JWT_ROLE_SCOPES but not JWT_ISSUER: no JWT is accepted, so "
+                    "they are never used.",
+                    hint="Set DJANGO_MCP['JWT_ISSUER'] to your authorization server's issuer URL (docs/auth.md).",
+                    id="django_mcp.W281",
+                )
+            )
+        return errors
+    if mcp_settings.AUTH != "oauth":
+        errors.append(
+            Error(
+                "DJANGO_MCP['JWT_ISSUER'] is set but AUTH is not 'oauth': the endpoint checks no token.",
+                hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Tokens from your company's authorization "
+                'server").',
+                id="django_mcp.E291",
+            )
+        )
+    errors.extend(_check_user_field(user.get("JWT_USER_FIELD")))
+    errors.extend(_check_role_scopes(user.get("JWT_ROLE_SCOPES")))
+    return errors
+
+
+def _check_user_field(field: Any) -> list[Any]:
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import FieldDoesNotExist
+
+    if not isinstance(field, str) or not field:
+        return []  # None: the username field; a wrong type is E285
+    model = get_user_model()
+    try:
+        found = model._meta.get_field(field)
+    except FieldDoesNotExist:
+        found = None
+    if found is None or not getattr(found, "concrete", False) or found.is_relation:
+        return [
+            Error(
+                f"DJANGO_MCP['JWT_USER_FIELD'] is {field!r}, which is not a field of {model._meta.label}.",
+                hint="Name the user field the JWT_USER_CLAIM value is stored in, such as 'username' or 'email'.",
+                id="django_mcp.E292",
+            )
+        ]
+    return []
+
+
+def _check_role_scopes(mapping: Any) -> list[Any]:
+    if not isinstance(mapping, dict):
+        return []
+    from .scopes import all_scopes  # reason: auth.scopes imports DOT, loaded only once OAuth is on
+
+    try:
+        known = set(all_scopes())
+    except LookupError:  # the app registry is not ready for declared scopes (only in odd test setups)
+        return []
+    unknown = sorted({s for scopes in mapping.values() if isinstance(scopes, (list, tuple)) for s in scopes} - known)
+    if not unknown:
+        return []
+    return [
+        Warning(
+            f"DJANGO_MCP['JWT_ROLE_SCOPES'] grants {', '.join(map(repr, unknown))}, which this site does not have: "
+            "no tool, resource or prompt needs them.",
+            hint="Grant scopes listed in DJANGO_MCP['SCOPES'] or declared by a tool, resource or prompt.",
+            id="django_mcp.W280",
         )
     ]

@@ -60,6 +60,12 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):  # type
             return str(oauth2_settings.OAUTH2_PROTECTED_RESOURCE_IDENTIFIER)
         return request.build_absolute_uri(mcp_settings.ENDPOINT)
 
+    def get_authorization_servers(self, request: HttpRequest) -> list[str]:
+        """``JWT_ISSUER`` when the tokens come from the company's authorization server, else DOT's own."""
+        if mcp_settings.JWT_ISSUER:
+            return [str(mcp_settings.JWT_ISSUER)]
+        return list(super().get_authorization_servers(request))
+
     def get_resource_name(self) -> str:
         return str(
             oauth2_settings.OAUTH2_PROTECTED_RESOURCE_NAME or mcp_settings.SERVER_TITLE or mcp_settings.SERVER_NAME
