@@ -667,13 +667,13 @@ def check_deployment(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     warnings += _tasks_without_worker(task_tools, valid("TASK_BACKEND"))
     warnings += _browsable_in_production(valid("BROWSABLE_ENDPOINT"))
     public_url = user.get("PUBLIC_URL")
-    if SETTINGS["PUBLIC_URL"].problem(public_url) is None:  # a refused value is E280's
+    if SETTINGS["PUBLIC_URL"].problem(public_url) is None:  # a refused value is E300's
         warnings += _app_bridge([tool for tool in tools if tool.ui is not None], public_url)
     return warnings
 
 
 def _app_bridge(app_tools: list[Any], public_url: str | None) -> list[Any]:
-    """``W280``: MCP Apps without ``PUBLIC_URL`` (each page inlines the bridge); ``W281``: ``PUBLIC_URL`` over http."""
+    """``W300``: MCP Apps without ``PUBLIC_URL`` (each page inlines the bridge); ``W301``: ``PUBLIC_URL`` over http."""
     if public_url is None:
         if not app_tools:
             return []
@@ -685,7 +685,7 @@ def _app_bridge(app_tools: list[Any], public_url: str | None) -> list[Any]:
                 hint='Set PUBLIC_URL to where browsers reach this site ("https://books.example.com"): pages then '
                 "load the bridge once from <ENDPOINT>apps/ and weigh a few KB "
                 "(docs/apps.md#serving-the-bridge-once).",
-                id="django_mcp.W280",
+                id="django_mcp.W300",
             )
         ]
     host = urlsplit(public_url).hostname or ""
@@ -696,7 +696,7 @@ def _app_bridge(app_tools: list[Any], public_url: str | None) -> list[Any]:
             f"DJANGO_MCP['PUBLIC_URL'] is {public_url!r}, a plain-http URL.",
             hint="Hosts serve their pages over https and block a script from http as mixed content, so MCP App "
             "pages would not load their bridge. Use the site's https URL.",
-            id="django_mcp.W281",
+            id="django_mcp.W301",
         )
     ]
 

@@ -732,7 +732,7 @@ SETTINGS: dict[str, Setting] = {
     # from <PUBLIC_URL><ENDPOINT>apps/ (served once, cached) and declare its origin in their CSP; None: every
     # ui:// page inlines the bridge (about 240 KB each). Pages are rendered with no request, hence a setting.
     "PUBLIC_URL": Setting(
-        "django_mcp.E280",
+        "django_mcp.E300",
         'None or the URL of the site\'s root as browsers reach it, such as "https://books.example.com" '
         "(http or https, no query or fragment)",
         (str, type(None)),

@@ -100,14 +100,14 @@ def test_w280_mcp_apps_without_public_url_and_w281_public_url_over_http() -> Non
     unset = {k: v for k, v in GOOD["DJANGO_MCP"].items() if k != "PUBLIC_URL"}
     with override_settings(**{**GOOD, **apps, "DJANGO_MCP": unset}):
         (warning,) = check_deployment()
-    assert warning.id == "django_mcp.W280" and "get_book" in warning.msg and "240 KB" in warning.msg
-    assert deploy_ids(**apps, DJANGO_MCP={**unset, "PUBLIC_URL": None}) == {"django_mcp.W280"}
+    assert warning.id == "django_mcp.W300" and "get_book" in warning.msg and "240 KB" in warning.msg
+    assert deploy_ids(**apps, DJANGO_MCP={**unset, "PUBLIC_URL": None}) == {"django_mcp.W300"}
     assert deploy_ids(**apps) == set()
     assert deploy_ids(DJANGO_MCP=unset) == set()  # no app in the test project's own site: nothing to inline
     plain = {**GOOD["DJANGO_MCP"], "PUBLIC_URL": "http://mcp.example.com"}
-    assert deploy_ids(**apps, DJANGO_MCP=plain) == {"django_mcp.W281"}  # an https host blocks it (mixed content)
+    assert deploy_ids(**apps, DJANGO_MCP=plain) == {"django_mcp.W301"}  # an https host blocks it (mixed content)
     assert deploy_ids(**apps, DJANGO_MCP={**plain, "PUBLIC_URL": "http://127.0.0.1:8000"}) == set()
-    assert deploy_ids(**apps, DJANGO_MCP={**plain, "PUBLIC_URL": "mcp.example.com"}) == set()  # E280's, not these
+    assert deploy_ids(**apps, DJANGO_MCP={**plain, "PUBLIC_URL": "mcp.example.com"}) == set()  # E300's, not these
     assert GOOD["DJANGO_MCP"]["PUBLIC_URL"] == "https://mcp.example.com"  # what the guide says
 
 
