@@ -14,6 +14,7 @@ itself never validates: a wrong value is reported by ``manage.py check``, not on
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
+    SKILL_DIRS: Sequence[str | os.PathLike[str]]
 
 
 # -- What each key accepts: the table the system checks validate DJANGO_MCP against ---------------
@@ -604,6 +606,14 @@ SETTINGS: dict[str, Setting] = {
         lambda v: v in ("staff", "superuser", False),
         default="staff",
     ),
+    # Folders of skills besides the apps' own ``skills/`` (each child folder with a SKILL.md is one skill).
+    "SKILL_DIRS": Setting(
+        "django_mcp.E250",
+        "a list of folders (strings or paths)",
+        _SEQUENCE,
+        lambda v: all(isinstance(d, (str, os.PathLike)) and d for d in v),
+        default=[],
+    ),
 }
 
 
@@ -705,6 +715,7 @@ class MCPSettings:
     AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
+    SKILL_DIRS: Sequence[str | os.PathLike[str]]
 
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
