@@ -147,7 +147,9 @@ class Skill(Guard):
             if rules.MANIFEST not in raw:
                 raise SkillError("manifest", f"a skill must have a {rules.MANIFEST} at its root")
             rules.check_limits([len(b) for b in raw.values()])
-            files = {p: SkillFile.of(p, b) for p, b in sorted(raw.items(), key=lambda i: i[0] != rules.MANIFEST)}
+            files = {
+                p: SkillFile.of(p, b) for p, b in sorted(raw.items(), key=lambda i: (i[0] != rules.MANIFEST, i[0]))
+            }
             manifest = files[rules.MANIFEST].text
             if manifest is None:
                 raise SkillError("manifest", f"{rules.MANIFEST} must be UTF-8 text")
@@ -196,8 +198,8 @@ class Skill(Guard):
             return ""
         if not uri.startswith(self.root + "/"):
             return None
-        relative = uri[len(self.root) + 1 :]
-        return relative if relative in rules.directories(list(self.load())) else None
+        relative = uri[len(self.root) + 1 :]  # never "": a directory's URI has no trailing slash
+        return relative if relative and relative in rules.directories(list(self.load())) else None
 
     def listing(self, directory: str) -> list[dict[str, Any]]:
         """The ``Resource`` objects of a folder's direct children; subfolders as ``inode/directory``."""
