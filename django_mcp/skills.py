@@ -462,12 +462,19 @@ def target(server: MCPServer, method: str, params: dict[str, Any]) -> Resource |
     return None
 
 
-def _unloadable(obj: Any) -> bool:
-    """The ``access.hidden`` hook: a skill that does not load is absent, its ``SKILL.md`` and files too."""
-    return isinstance(obj, (SkillManifest, SkillFiles)) and not obj.skill.loads()
+def _hidden_skill(obj: Any) -> bool:
+    """The ``access.hidden`` hook: a skill that does not load is absent, its ``SKILL.md`` and files too.
+
+    Its files go with its ``SKILL.md``: what hides that (a kill switch) hides them.
+    """
+    if not isinstance(obj, (SkillManifest, SkillFiles)):
+        return False
+    if not obj.skill.loads():
+        return True
+    return isinstance(obj, SkillFiles) and any(hook(obj.skill.manifest) for hook in hidden if hook is not _hidden_skill)
 
 
-hidden.append(_unloadable)
+hidden.append(_hidden_skill)
 
 
 __all__ = [

@@ -379,3 +379,30 @@ def test_check_names_the_file_and_the_rule(tmp_path: Path) -> None:
     assert "(rule: name)" in out and "(rule: description)" in out
     assert "'Bad_Name' must be 1-64 lowercase letters" in out
     assert "good" not in out.replace("goodbye", "")
+
+
+# -- kill switches ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_a_switched_off_skill_is_gone_with_its_files(served: MCPServer, revision: str) -> None:
+    from django_mcp.operations.switches import board, switch_off, switch_on
+
+    board.reset()
+    client = MCPTestClient(served, protocol_version=revision)
+    try:
+        switch_off("resource", "skill://lending/SKILL.md", reason="rewriting it")
+        assert client.request("skills/list")["skills"] == []
+        error = error_of(client, "skills/get", {"uri": "skill://lending/SKILL.md"})
+        assert (error.code, error.message) == (
+            -32602,
+            "Resource 'skill://lending/SKILL.md' is disabled by the site's operators",
+        )
+        assert error_of(client, "resources/read", {"uri": "skill://lending/guides/RETURNS.md"}).code in (-32602, -32002)
+        assert error_of(client, "resources/directory/read", {"uri": "skill://lending"}).code == -32602
+        switch_on("resource", "skill://lending/SKILL.md")
+        assert [s["uri"] for s in client.request("skills/list")["skills"]] == ["skill://lending/SKILL.md"]
+        assert client.request("resources/read", {"uri": "skill://lending/guides/RETURNS.md"})["contents"]
+    finally:
+        board.reset()
