@@ -108,8 +108,14 @@ class Skill(Guard):
         access: dict[str, Any] = dict(
             scopes=self.scopes, permissions=self.permissions, check=self.check, audit=self.audit
         )
-        self.manifest = SkillManifest(
-            uri=self.uri, fn=self._read_manifest, name=self.name, skill=self, meta=self.meta, **access
+        self.manifest = SkillManifest(  # its title names it in the admin's switches (not sent: see definition)
+            uri=self.uri,
+            fn=self._read_manifest,
+            name=self.name,
+            title=f"Skill {self.path}",
+            skill=self,
+            meta=self.meta,
+            **access,
         )
         self.files = SkillFiles(
             uri=rules.uri(self.path, "{+file}"),

@@ -406,3 +406,33 @@ def test_a_switched_off_skill_is_gone_with_its_files(served: MCPServer, revision
         assert client.request("resources/read", {"uri": "skill://lending/guides/RETURNS.md"})["contents"]
     finally:
         board.reset()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_staff_see_a_skill_beside_the_tools_in_the_admin_and_switch_it_off(tmp_path: Path) -> None:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from django_mcp import site
+    from django_mcp.models import MCPSwitch
+    from django_mcp.operations.switches import board
+
+    saved = site._registry
+    site.skill("lending", folder=make_skill(tmp_path))
+    board.reset()
+    try:
+        browser = Client()
+        browser.force_login(User.objects.create_superuser("ops", password="pw"))
+        page = browser.get("/admin/django_mcp/mcpswitch/?q=skill")
+        assert page.status_code == 200 and b"Skill lending" in page.content
+        row = MCPSwitch.objects.get(kind="resource", name="skill://lending/SKILL.md")
+        assert MCPSwitch.objects.filter(kind="template", name="skill://lending/{+file}").exists()
+        client = MCPTestClient()
+        assert [s["uri"] for s in client.request("skills/list")["skills"]] == ["skill://lending/SKILL.md"]
+        action = {"action": "disable_selected", "_selected_action": [str(row.pk)], "index": "0"}
+        assert browser.post("/admin/django_mcp/mcpswitch/", action).status_code == 302
+        assert client.request("skills/list")["skills"] == []
+        assert error_of(client, "resources/read", {"uri": "skill://lending/guides/RETURNS.md"}).code == -32602
+    finally:
+        site._registry = saved
+        board.reset()
