@@ -436,3 +436,28 @@ def test_staff_see_a_skill_beside_the_tools_in_the_admin_and_switch_it_off(tmp_p
     finally:
         site._registry = saved
         board.reset()
+
+
+def test_runserver_watches_the_skill_folders(tmp_path: Path) -> None:
+    """A skill's files are read once: the autoreloader restarts the server when one changes."""
+    from django_mcp import apps
+
+    app = tmp_path / "books"
+    make_skill(app / "skills")
+    extra = tmp_path / "more"
+    extra.mkdir()
+    watched: list[tuple[Path, str]] = []
+
+    class Reloader:
+        def watch_dir(self, path: Path, glob: str) -> None:
+            watched.append((path, glob))
+
+    saved = list(apps._app_dirs)
+    apps._app_dirs[:] = [app]
+    try:
+        with override_settings(DJANGO_MCP={"SKILL_DIRS": [str(extra), str(tmp_path / "absent")]}):
+            apps.watch_mcp_modules(Reloader())
+    finally:
+        apps._app_dirs[:] = saved
+    assert (app / "skills", "**/*") in watched and (extra, "**/*") in watched
+    assert all(path != tmp_path / "absent" for path, _ in watched)
