@@ -461,3 +461,16 @@ def test_runserver_watches_the_skill_folders(tmp_path: Path) -> None:
         apps._app_dirs[:] = saved
     assert (app / "skills", "**/*") in watched and (extra, "**/*") in watched
     assert all(path != tmp_path / "absent" for path, _ in watched)
+
+
+def test_strict_mode_names_a_skill_without_rules_once(tmp_path: Path) -> None:
+    from django_mcp import public
+    from django_mcp.operations import strict
+
+    server = MCPServer("strict-skills")
+    server.skill("lending", folder=make_skill(tmp_path))
+    server.skill("ruled", text="---\nname: ruled\ndescription: d\n---\n", check=public)
+    with override_settings(DJANGO_MCP={"REQUIRE_ACCESS_RULES": True}):
+        (error,) = strict.errors([server])
+    assert error.id == "django_mcp.E182"
+    assert error.msg.startswith("Skill 'lending' declares no access rule") and "site.skill(" in error.hint
