@@ -474,3 +474,31 @@ def test_strict_mode_names_a_skill_without_rules_once(tmp_path: Path) -> None:
         (error,) = strict.errors([server])
     assert error.id == "django_mcp.E182"
     assert error.msg.startswith("Skill 'lending' declares no access rule") and "site.skill(" in error.hint
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_a_token_without_the_skills_scope_neither_sees_nor_reads_it(
+    tmp_path: Path, revision: str, django_user_model: Any
+) -> None:
+    """Two clients of one user: the token granting ``desk`` gets the skill; the one without it is refused."""
+    server = MCPServer("scoped")
+    server.skill(
+        "desk", folder=make_skill(tmp_path, "desk", LENDING.replace("name: lending", "name: desk")), scopes=["desk"]
+    )
+    user = django_user_model.objects.create_user("ann")
+    desk = MCPTestClient(server, protocol_version=revision)
+    desk.force_authenticate(user, scopes=["mcp", "desk"], client_id="desk-app")
+    phone = MCPTestClient(server, protocol_version=revision)
+    phone.force_authenticate(user, scopes=["mcp"], client_id="phone-app")
+    assert [s["uri"] for s in desk.request("skills/list")["skills"]] == ["skill://desk/SKILL.md"]
+    assert desk.request("resources/read", {"uri": "skill://desk/guides/RETURNS.md"})["contents"]
+    assert phone.request("skills/list")["skills"] == []
+    for method, uri in (
+        ("skills/get", "skill://desk/SKILL.md"),
+        ("resources/directory/read", "skill://desk/guides"),
+        ("resources/read", "skill://desk/SKILL.md"),
+        ("resources/read", "skill://desk/guides/RETURNS.md"),
+    ):
+        error = error_of(phone, method, {"uri": uri})
+        assert (error.status, (error.data or {}).get("error")) == (403, "insufficient_scope"), (method, uri)
