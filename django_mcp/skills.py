@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from .access import Check, Guard, hidden, visible
 from .auditing import REDACTED, AuditPolicy
@@ -143,7 +143,11 @@ class Skill(Guard):
 
     # -- content -------------------------------------------------------------------
     def load(self) -> dict[str, SkillFile]:
-        """Its files, read (or rendered) on first use and kept; ``SkillError`` when a rule is broken."""
+        """Its files, read (or rendered) on first use and kept; ``SkillError`` when a rule is broken.
+
+        The first use may be a listing, in the event loop: a template skill's rendering must not query
+        the database (docs/skills.md).
+        """
         if self._files is not None:
             return self._files
         if self._error is not None:
@@ -204,7 +208,7 @@ class Skill(Guard):
             return ""
         if not uri.startswith(self.root + "/"):
             return None
-        relative = uri[len(self.root) + 1 :]  # never "": a directory's URI has no trailing slash
+        relative = unquote(uri[len(self.root) + 1 :])  # never "": a directory's URI has no trailing slash
         return relative if relative and relative in rules.directories(list(self.load())) else None
 
     def listing(self, directory: str) -> list[dict[str, Any]]:
@@ -365,7 +369,7 @@ def skill_folders() -> Iterator[Path]:
                     yield child
 
 
-#: Folders ``autodiscover`` could not serve, with why (``manage.py check`` reports them, E250).
+#: Folders ``autodiscover`` could not serve, with why (``manage.py check`` reports them, E251).
 skipped: list[tuple[Path, SkillError]] = []
 
 

@@ -502,3 +502,16 @@ def test_a_token_without_the_skills_scope_neither_sees_nor_reads_it(
     ):
         error = error_of(phone, method, {"uri": uri})
         assert (error.status, (error.data or {}).get("error")) == (403, "insufficient_scope"), (method, uri)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_file_names_are_percent_encoded_in_uris(tmp_path: Path) -> None:
+    server = MCPServer("names")
+    server.skill("lending", folder=make_skill(tmp_path, extra={"my notes/été #1?.md": b"accents"}))
+    client = MCPTestClient(server)
+    (entry,) = client.request("skills/list")["skills"]
+    uri = "skill://lending/my%20notes/%C3%A9t%C3%A9%20%231%3F.md"
+    assert uri in [r["uri"] for r in entry["resources"]]
+    assert client.request("resources/read", {"uri": uri})["contents"][0]["text"] == "accents"
+    folder = client.request("resources/directory/read", {"uri": "skill://lending/my%20notes"})["resources"]
+    assert [(r["uri"], r["name"]) for r in folder] == [(uri, "été #1?.md")]
