@@ -520,10 +520,7 @@ def check_skills(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             try:
                 skill.load()
             except skill_rules.SkillError as exc:
-                where = skill.origin
-                if exc.rule in ("frontmatter", "name", "description", "metadata") and not where.startswith("template"):
-                    where = f"{where}/{skill_rules.MANIFEST}" if "declared in code" not in where else where
-                found.append((where, exc))
+                found.append((skill.where(exc), exc))
     return [
         Error(
             f"Skill {where}: {exc} (rule: {exc.rule}).",

@@ -76,6 +76,8 @@ class SkillFile:
 
 
 Source = Callable[[], dict[str, bytes]]
+#: The rules a ``SKILL.md``'s own text breaks (the others are about the folder).
+MANIFEST_RULES = frozenset({"frontmatter", "name", "description", "metadata", "manifest"})
 
 
 @dataclass
@@ -89,6 +91,8 @@ class Skill(Guard):
     source: Source
     #: Where it was declared, for messages: the folder, or the template's name.
     origin: str = ""
+    #: The folder it is read from (None: declared from a text or a template).
+    folder: Path | None = None
     scopes: list[str] = field(default_factory=list)
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
@@ -170,6 +174,12 @@ class Skill(Guard):
             raise
         self._frontmatter, self._files = data, files
         return files
+
+    def where(self, error: SkillError) -> str:
+        """What ``manage.py check`` names for ``error``: the SKILL.md for a rule of its text, else the origin."""
+        if self.folder is not None and error.rule in MANIFEST_RULES:
+            return str(self.folder / rules.MANIFEST)
+        return self.origin
 
     def loads(self) -> bool:
         """Whether it loads; one that does not is served as absent, logged once (``manage.py check`` says why)."""
@@ -320,7 +330,7 @@ def _inside(root: Path, path: Path) -> Path:
 def from_folder(folder: Path | str, path: str | None = None, **options: Any) -> Skill:
     """The skill in ``folder``; its path defaults to the folder's name."""
     folder = Path(folder)
-    return Skill(path or folder.name, lambda: read_folder(folder), origin=str(folder), **options)
+    return Skill(path or folder.name, lambda: read_folder(folder), origin=str(folder), folder=folder, **options)
 
 
 def from_text(path: str, text: str, files: dict[str, bytes | str] | None = None, **options: Any) -> Skill:
