@@ -8,7 +8,8 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 # MCP Apps: the bridge vendored into django_mcp (scripts/vendor_ext_apps.py) and, for the Chromium test's host page
 # (tests/test_ui_browser.py), the host side with the TypeScript SDK's v2 client, bundled by esbuild.
 EXT_APPS_VERSION := 2.0.4
-NODE_PACKAGES := @modelcontextprotocol/ext-apps@$(EXT_APPS_VERSION) @modelcontextprotocol/client@2.4.0 zod@4.6.7 esbuild@0.28.2
+NODE_PACKAGES := @modelcontextprotocol/ext-apps@$(EXT_APPS_VERSION) @modelcontextprotocol/client@2.4.0 zod@4.6.7 esbuild@0.28.2 \
+	oidc-provider@9.13.3
 PORT ?= 8765
 DEMO_PORT ?= 8000
 # Bytecode is cached, outside the work tree: every server, worker and `manage.py` process the suite starts (hundreds)
@@ -127,7 +128,7 @@ pg-redis: venv node browser
 # Django's version: they run on 5.2, on SQLite and on PostgreSQL + Redis. So do the production fault tests and the conformance runs.
 LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands drf_tools engine_security \
 	example_project example_project_client hot_path limits listen_access mcp_clients_endpoint mcp_inspect \
-	model_resources oauth_attacks oauth_flow oauth_introspection oauth_security oauth_swapped perf_paths \
+	model_resources oauth_attacks oauth_flow oauth_introspection oauth_oidc_login oauth_security oauth_swapped perf_paths \
 	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
 	audit_live limits_live switches_live telemetry large_project
 DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)

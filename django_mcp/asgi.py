@@ -6,6 +6,7 @@ Channels mode needs Channels (the ``asgi`` extra); without it, building the wiri
 
 from __future__ import annotations
 
+import re
 from importlib.util import find_spec
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.core.asgi import get_asgi_application as django_asgi
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import path, re_path
 
+from . import app_bridge
 from .conf import mcp_settings
 from .heap import freeze_startup_heap
 
@@ -28,7 +30,8 @@ def _channels() -> None:
 
 
 def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
-    """URL patterns for one MCP server: the Streamable HTTP endpoint, the legacy SSE pair, the health probe.
+    """URL patterns for one MCP server: the Streamable HTTP endpoint, the legacy SSE pair, the health probe, the
+    MCP Apps bridge file.
 
     ``prefix`` defaults to the ``ENDPOINT`` setting (``/mcp/``). Mount several
     servers by concatenating the patterns of each with its own prefix. With
@@ -49,6 +52,8 @@ def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
     kwargs = {"server": server} if server is not None else {}
     return [
         path(f"{base}health", HealthEndpoint()),  # type: ignore[arg-type]  # an ASGI app, routed by channels
+        # The MCP Apps bridge that ui:// pages load when PUBLIC_URL is set (django_mcp.app_bridge).
+        re_path(rf"^{re.escape(base)}{app_bridge.ROUTE}[^/]+$", app_bridge.BridgeFile()),  # type: ignore[arg-type]
         path(f"{base}sse/", LegacySSEConsumer.as_asgi(**kwargs)),
         path(f"{base}messages/", LegacySSEConsumer.as_asgi(**kwargs)),
         path(base, MCPConsumer.as_asgi(**kwargs)),

@@ -7,6 +7,7 @@ import re
 from datetime import timedelta
 from importlib.util import find_spec
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
@@ -709,7 +710,39 @@ def check_deployment(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     warnings += _development_auth(valid("AUTH"))
     warnings += _tasks_without_worker(task_tools, valid("TASK_BACKEND"))
     warnings += _browsable_in_production(valid("BROWSABLE_ENDPOINT"))
+    public_url = user.get("PUBLIC_URL")
+    if SETTINGS["PUBLIC_URL"].problem(public_url) is None:  # a refused value is E280's
+        warnings += _app_bridge([tool for tool in tools if tool.ui is not None], public_url)
     return warnings
+
+
+def _app_bridge(app_tools: list[Any], public_url: str | None) -> list[Any]:
+    """``W280``: MCP Apps without ``PUBLIC_URL`` (each page inlines the bridge); ``W281``: ``PUBLIC_URL`` over http."""
+    if public_url is None:
+        if not app_tools:
+            return []
+        names = ", ".join(sorted(tool.name for tool in app_tools)[:5])
+        return [
+            Warning(
+                f"{len(app_tools)} tool(s) have an MCP App ({names}) and DJANGO_MCP['PUBLIC_URL'] is not set: every "
+                "ui:// page inlines the ext-apps bridge (about 240 KB each).",
+                hint='Set PUBLIC_URL to where browsers reach this site ("https://books.example.com"): pages then '
+                "load the bridge once from <ENDPOINT>apps/ and weigh a few KB "
+                "(docs/apps.md#serving-the-bridge-once).",
+                id="django_mcp.W280",
+            )
+        ]
+    host = urlsplit(public_url).hostname or ""
+    if urlsplit(public_url).scheme == "https" or host in _LOOPBACK_HOSTS or settings.DEBUG:
+        return []
+    return [
+        Warning(
+            f"DJANGO_MCP['PUBLIC_URL'] is {public_url!r}, a plain-http URL.",
+            hint="Hosts serve their pages over https and block a script from http as mixed content, so MCP App "
+            "pages would not load their bridge. Use the site's https URL.",
+            id="django_mcp.W281",
+        )
+    ]
 
 
 def _browsable_in_production(who: Any) -> list[Any]:

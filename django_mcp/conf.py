@@ -71,6 +71,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     REQUIRE_AUDIENCE: bool
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: str | TokenScopes | None
+    SCOPE_GROUPS: Mapping[str, Sequence[str]]
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float
@@ -128,6 +129,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
     SKILL_DIRS: Sequence[str | os.PathLike[str]]
+    PUBLIC_URL: str | None
 
 
 # -- What each key accepts: the table the system checks validate DJANGO_MCP against ---------------
@@ -202,6 +204,18 @@ def _absolute_uri(value: Any) -> bool:
     return bool(parts.scheme and parts.netloc) and not parts.fragment
 
 
+def _public_url(value: Any) -> bool:
+    """An http(s) URL with a host, no query or fragment: where browsers reach the site's root."""
+    if value is None:
+        return True
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and not (parts.query or parts.fragment)
+
+
 def _endpoint(value: str) -> bool:
     return value.startswith("/") and bool(value.strip("/")) and not any(c in value for c in "?#: \t")
 
@@ -212,6 +226,18 @@ def _url_prefix(value: str) -> bool:
 
 def _scopes(value: Mapping[Any, Any]) -> bool:
     return all(isinstance(k, str) and k and " " not in k and isinstance(v, str) for k, v in value.items())
+
+
+def _scope_groups(value: Mapping[Any, Any]) -> bool:
+    return all(
+        isinstance(k, str)
+        and k
+        and " " not in k
+        and isinstance(v, _SEQUENCE)
+        and v
+        and all(isinstance(g, str) and g for g in v)
+        for k, v in value.items()
+    )
 
 
 def _regex(value: str) -> bool:
@@ -386,6 +412,15 @@ SETTINGS: dict[str, Setting] = {
         "the dotted path of a callable scopes(user, auth), the callable, or None",
         (str, Callable, type(None)),  # type: ignore[arg-type]  # isinstance(x, Callable) is fine at run time
         default=None,
+    ),
+    # Scopes reserved to Django groups: {scope: [group names]}. DOT shows and issues a listed scope only to a member
+    # of one of its groups (the groups an OIDC login copies from the company IdP); unlisted scopes stay open to all.
+    "SCOPE_GROUPS": Setting(
+        "django_mcp.E260",
+        "a dict of scope names to non-empty lists of group names (strings)",
+        (dict,),
+        _scope_groups,
+        default={},
     ),
     # -- Engine security (batches) --
     # Most messages one JSON-RPC batch may hold; a larger batch gets one -32600 error and nothing in it runs.
@@ -614,6 +649,17 @@ SETTINGS: dict[str, Setting] = {
         lambda v: all(isinstance(d, (str, os.PathLike)) and d for d in v),
         default=[],
     ),
+    # Where browsers reach this site ("https://books.example.com"): MCP App pages then load the ext-apps bridge
+    # from <PUBLIC_URL><ENDPOINT>apps/ (served once, cached) and declare its origin in their CSP; None: every
+    # ui:// page inlines the bridge (about 240 KB each). Pages are rendered with no request, hence a setting.
+    "PUBLIC_URL": Setting(
+        "django_mcp.E280",
+        'None or the URL of the site\'s root as browsers reach it, such as "https://books.example.com" '
+        "(http or https, no query or fragment)",
+        (str, type(None)),
+        _public_url,
+        default=None,
+    ),
 }
 
 
@@ -659,6 +705,7 @@ class MCPSettings:
     REQUIRE_AUDIENCE: bool
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: TokenScopes | None  # imported on first access
+    SCOPE_GROUPS: Mapping[str, Sequence[str]]
     MAX_BATCH_SIZE: int
     SHUTDOWN_GRACE: float
     SHUTDOWN_QUIET: float
@@ -716,6 +763,7 @@ class MCPSettings:
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
     SKILL_DIRS: Sequence[str | os.PathLike[str]]
+    PUBLIC_URL: str | None
 
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}

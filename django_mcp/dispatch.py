@@ -153,6 +153,7 @@ async def handle(
     if chain is None:  # no middleware (or none in use): no Call to build
         return await _enter(ex, caller)
     call = Call(ex, caller.user, caller.auth, caller.client_id, caller.transport, caller.scope, caller.address)
+    call.sealed = _built[2]
     call.state[_CALLER] = caller
     response = await chain(call)
     if isinstance(response, Refusal):  # refused with a status: answered as the door's own refusals
@@ -203,7 +204,8 @@ async def _innermost(call: Call) -> dict[str, Any] | None:
 
 
 _CALLER = "django_mcp.caller"
-_built: tuple[Any, CallNext | None] = (None, None)
+#: (the MIDDLEWARE it was built from, the chain, whether every middleware keeps replies as they are).
+_built: tuple[Any, CallNext | None, bool] = (None, None, False)
 
 
 def _chain() -> CallNext | None:
@@ -214,14 +216,15 @@ def _chain() -> CallNext | None:
     global _built
     paths = mcp_settings.MIDDLEWARE
     if _built[0] is not paths:
-        _built = (paths, middleware.build(paths, _innermost, _guard) if paths else None)
+        chain = middleware.build(paths, _innermost, _guard) if paths else None
+        _built = (paths, chain, middleware.keeps_replies(paths))
     return _built[1]
 
 
 def _rebuild(*, setting: str, **kwargs: Any) -> None:
     global _built
     if setting == "DJANGO_MCP":
-        _built = (None, None)
+        _built = (None, None, False)
 
 
 setting_changed.connect(_rebuild)

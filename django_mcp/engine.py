@@ -109,6 +109,8 @@ class Exchange:
         self.auth = auth  # django_mcp.auth.bearer.AuthInfo when an OAuth token authenticated the request
         self.outlet = outlet
         self._cancelled: asyncio.Event | None = None
+        #: Whether this ``tools/call`` becomes a task, or the error that refuses it: decided once (tasks.methods).
+        self.task_decision: bool | ProtocolError | None = None
         meta = self.params.get("_meta") or {}
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.progress_token = self.meta.get("progressToken")

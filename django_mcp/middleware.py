@@ -23,6 +23,10 @@ A middleware refuses a request by raising an ``MCPError`` (the JSON-RPC error th
 ``Retry-After`` for ``RateLimited``); it changes arguments through ``call.arguments`` and results by
 editing ``response["result"]``. The first listed is the outermost. A factory that raises Django's
 ``MiddlewareNotUsed`` is left out of the chain, as in Django (a feature switched off by a setting costs nothing).
+
+A reply is serialized once (``Call.encode``) when every middleware in the chain declares
+``keeps_replies = True``: it never edits a response an inner one returned (the built-in ones
+declare it). One that edits responses leaves it out, and the reply is serialized where it is sent.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import async_to_sync, iscoroutinefunction, sync_to_async
 from django.core.exceptions import MiddlewareNotUsed
 from django.utils.module_loading import import_string
+
+from .protocol import jsonrpc
 
 if TYPE_CHECKING:
     from .engine import Exchange
@@ -52,7 +58,8 @@ class Call:
     """
 
     __slots__ = (
-        "address", "auth", "client_id", "exchange", "scope", "started", "state", "task_id", "transport", "user",
+        "address", "auth", "client_id", "exchange", "scope", "sealed", "started", "state", "task_id", "transport",
+        "user",
     )  # fmt: skip
 
     def __init__(
@@ -85,6 +92,8 @@ class Call:
         #: ``time.monotonic()`` when the request entered the door.
         self.started = time.monotonic()
         self.state: dict[str, Any] = {}
+        #: Every middleware of the chain keeps replies as they are (``keeps_replies``): set by the door.
+        self.sealed = False
 
     @property
     def method(self) -> str:
@@ -136,6 +145,19 @@ class Call:
         value = params.get("uri") if self.exchange.method.startswith("resources/") else params.get("name")
         return value if isinstance(value, str) else None
 
+    def encode(self, response: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """``response`` and its JSON bytes, made once per request.
+
+        When the chain is sealed, the reply returned carries its bytes (``jsonrpc.Encoded``): return it
+        instead of ``response``, and the middleware around and the transport use them as they are.
+        """
+        if type(response) is jsonrpc.Encoded:
+            return response, response.raw
+        raw = jsonrpc.dumps(response)
+        if self.sealed and type(response) is dict:
+            return jsonrpc.Encoded(response, raw), raw
+        return response, raw
+
     def __repr__(self) -> str:
         return f"<Call {self.method} {self.name or ''} via {self.transport}>"
 
@@ -173,6 +195,11 @@ def build(
     return handler if used else None
 
 
+def keeps_replies(paths: Sequence[str | Callable[..., Any]]) -> bool:
+    """Whether every middleware of ``paths`` declares ``keeps_replies = True`` (a sealed chain, ``Call.encode``)."""
+    return all(getattr(import_string(p) if isinstance(p, str) else p, "keeps_replies", False) for p in paths)
+
+
 def _wrap(factory: Callable[..., Any], inner: CallNext) -> CallNext:
     """One middleware around ``inner``: as it is if async, else in a thread with a sync ``call_next``."""
     if is_async(factory):
@@ -190,4 +217,4 @@ def is_async(factory: Callable[..., Any]) -> bool:
     return bool(getattr(factory, "async_capable", False))
 
 
-__all__ = ["TRANSPORTS", "Call", "CallNext", "Refusal", "build", "is_async"]
+__all__ = ["TRANSPORTS", "Call", "CallNext", "Refusal", "build", "is_async", "keeps_replies"]

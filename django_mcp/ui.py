@@ -7,8 +7,10 @@ the host renders it in a sandboxed frame and talks to it over ``postMessage``. H
 
 * the **page** (``ui://<server>/<tool>``): an HTML document that is the same for every caller
   (hosts cache it), rendered once per read from ``UI.page`` with no request and no user, in the
-  site's ``LANGUAGE_CODE``. It carries the app side of the ext-apps bridge, inlined (the frame
-  loads nothing from anywhere unless ``csp`` says so), and a small script of this package.
+  site's ``LANGUAGE_CODE``. It carries the app side of the ext-apps bridge and a small script of
+  this package. The bridge is inlined (the frame loads nothing from anywhere unless ``csp`` says so)
+  unless ``PUBLIC_URL`` is set: then the page loads it from this site (``django_mcp.app_bridge``) and
+  declares the site's origin in ``csp.resourceDomains``.
 * the **render helper** (``<tool>__ui``, ``visibility=["app"]``): the page calls it through the
   host with the tool's result, and it answers the HTML of ``UI.template`` rendered with that
   result for the caller, which the page swaps in (HTMX-style). It goes through the one door with
@@ -36,8 +38,10 @@ from django.contrib.staticfiles import finders
 from django.core.exceptions import ImproperlyConfigured
 from django.template.loader import render_to_string
 from django.utils import translation
+from django.utils.html import escape
 from django.utils.text import slugify
 
+from . import app_bridge
 from .context import Context
 from .protocol import extensions
 from .resources import Resource
@@ -51,7 +55,7 @@ HELPER_SUFFIX = "__ui"
 #: The ext-apps ``App`` bundle (vendored by scripts/vendor_ext_apps.py) and this package's script (read from the
 #: package itself: a project needs no staticfiles app for them).
 STATIC = Path(__file__).resolve().parent / "static" / "django_mcp" / "mcp-apps"
-BRIDGE_FILE = STATIC / "ext-apps-app.js"
+BRIDGE_FILE = app_bridge.BRIDGE_FILE
 SCRIPT_FILE = STATIC / "django-mcp-app.js"
 #: The CSP domain lists a resource may declare (MCP Apps ``McpUiResourceCsp``).
 CSP_KEYS = frozenset({"connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"})
@@ -102,8 +106,12 @@ class UI:
     def meta(self) -> dict[str, Any]:
         """The resource's ``_meta.ui`` (on its ``resources/list`` entry and on what ``resources/read`` returns)."""
         ui: dict[str, Any] = {}
-        if self.csp:
-            ui["csp"] = {k: list(v) for k, v in self.csp.items()}
+        csp = {k: list(v) for k, v in (self.csp or {}).items()}
+        served = app_bridge.origin()  # PUBLIC_URL set: the page loads the bridge from there
+        if served is not None and served not in csp.get("resourceDomains", []):
+            csp["resourceDomains"] = [*csp.get("resourceDomains", []), served]
+        if csp:
+            ui["csp"] = csp
         if self.permissions:
             ui["permissions"] = {k: dict(v) for k, v in self.permissions.items()}
         if self.domain:
@@ -178,6 +186,10 @@ class AppResource(Resource):
     def declares_access(self) -> bool:
         assert self.ui.tool is not None
         return self.ui.tool.declares_access()
+
+    def definition(self) -> dict[str, Any]:
+        """The listing entry, its ``_meta.ui`` made now (``PUBLIC_URL`` may differ from when the tool was added)."""
+        return {**super().definition(), "_meta": {extensions.UI_META: self.ui.meta()}}
 
 
 def attach(server: MCPServer, tool: Tool) -> None:
@@ -272,16 +284,22 @@ def inline_text(path: str | Path) -> str:
     return static_text.__wrapped__(path) if settings.DEBUG else static_text(path)
 
 
-@functools.lru_cache(maxsize=1)
-def _scripts() -> str:
-    return "".join(
-        f'<script type="module">{script_text(static_text(path))}</script>\n' for path in (BRIDGE_FILE, SCRIPT_FILE)
-    )
+@functools.lru_cache(maxsize=4)
+def _scripts(bridge_url: str | None) -> str:
+    if bridge_url is None:
+        bridge = f'<script type="module">{script_text(static_text(BRIDGE_FILE))}</script>\n'
+    else:  # served once by django_mcp.app_bridge, pinned by its digest
+        bridge = (
+            f'<script type="module" src="{escape(bridge_url)}" integrity="{app_bridge.integrity()}" '
+            'crossorigin="anonymous"></script>\n'
+        )
+    return bridge + f'<script type="module">{script_text(static_text(SCRIPT_FILE))}</script>\n'
 
 
 def scripts() -> str:
-    """The two inline module scripts of a page: the ext-apps bridge, then ours (made once per process)."""
-    return _scripts.__wrapped__() if settings.DEBUG else _scripts()
+    """A page's two module scripts, the ext-apps bridge (inlined, or from ``PUBLIC_URL``) then ours (made once)."""
+    bridge_url = app_bridge.url()
+    return _scripts.__wrapped__(bridge_url) if settings.DEBUG else _scripts(bridge_url)
 
 
 def script_text(text: str) -> str:

@@ -47,6 +47,7 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
     from oauth2_provider.settings import oauth2_settings  # reason: as above
 
     from .auth.views import (  # reason: as above (they subclass DOT's views)
+        AuthorizationView,
         IssuerPathMetadataView,
         ProtectedResourceMetadataView,
         RegistrationManagementView,
@@ -69,7 +70,7 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
             ProtectedResourceMetadataView.as_view(),
             name="oauth-resource-metadata-path",
         ),
-        path(f"{prefix}authorize/", dot.AuthorizationView.as_view(), name="authorize"),
+        path(f"{prefix}authorize/", AuthorizationView.as_view(), name="authorize"),
         path(f"{prefix}token/", dot.TokenView.as_view(), name="token"),
         path(f"{prefix}revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
         path(f"{prefix}introspect/", dot.IntrospectTokenView.as_view(), name="introspect"),

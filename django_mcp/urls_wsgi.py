@@ -17,21 +17,24 @@ from typing import Any
 
 from django.urls import path, re_path
 
+from . import app_bridge
 from .conf import endpoint_under_prefix
 from .views import mcp_wsgi_view
 
 
 def endpoint_patterns(prefix: str | None = None, view: Any = mcp_wsgi_view) -> list[Any]:
-    """``view`` at ``prefix`` (default: ``ENDPOINT`` under ``URL_PREFIX``), with and without its trailing slash.
+    """``view`` at ``prefix`` (default: ``ENDPOINT`` under ``URL_PREFIX``), with and without its trailing slash,
+    and the MCP Apps bridge file below it.
 
     ``view=mcp_view`` (the async view) for Django's ASGI handler.
     """
     base = prefix.strip("/") if prefix else endpoint_under_prefix()
-    return (
-        [re_path(rf"^{re.escape(base)}/?$", view, name="mcp-endpoint")]
-        if base
-        else [path("", view, name="mcp-endpoint")]
-    )
+    under = f"{re.escape(base)}/" if base else ""
+    bridge = re_path(rf"^{under}{app_bridge.ROUTE}(?P<name>[^/]+)$", app_bridge.bridge_view, name="mcp-app-bridge")
+    return [
+        bridge,  # the MCP Apps bridge that ui:// pages load when PUBLIC_URL is set (django_mcp.app_bridge)
+        re_path(rf"^{re.escape(base)}/?$", view, name="mcp-endpoint") if base else path("", view, name="mcp-endpoint"),
+    ]
 
 
 urlpatterns = endpoint_patterns()

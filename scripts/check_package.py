@@ -10,7 +10,7 @@
    (``asgi``: the quickstarts serve with Channels and daphne), and the newest Django into a fresh virtualenv;
 4. for each document (README.md, docs/quickstart.md and docs/testing.md by default), runs
    ``django-admin startproject config`` and ``startapp books``, writes the document's file blocks
-   into the project (docs/testing.md's after the quickstart's), runs ``makemigrations``, ``migrate``
+   into the project (docs/testing.md's after the README's), runs ``makemigrations``, ``migrate``
    and ``check``, lists the tools with ``mcp_inspect --format json``, calls each documented tool
    through the project's ASGI application, in process, and, when the blocks wrote a ``pytest.ini``,
    installs pytest-django and pytest-asyncio and runs ``pytest`` on the document's tests.
@@ -43,8 +43,8 @@ FORBIDDEN = ("tests/", "example_project/", "benchmarks/", "scripts/", "docs/")
 BLOCK = re.compile(
     r"^```(?:python|ini)\n# (?P<path>[\w./-]+\.(?:py|html|txt|ini))(?P<rest>[^\n]*)\n(?P<body>.*?)^```", re.M | re.S
 )
-#: A document whose blocks go into the project another one builds (docs/testing.md tests the quickstart's).
-BUILDS_ON = {"docs/testing.md": "docs/quickstart.md"}
+#: A document whose blocks go into the project another one builds (docs/testing.md tests the README's).
+BUILDS_ON = {"docs/testing.md": "README.md"}
 #: The install command a document gives its reader (its first one): ``pip install "django-mcp-toolkit[asgi]"``.
 INSTALL = re.compile(r"^pip install \"?django-mcp-toolkit(?:\[(?P<extras>[\w,-]+)\])?\"?(?:\s|$)", re.M)
 #: What a document's own test files need (installed into the fresh virtualenv before ``pytest`` runs them).

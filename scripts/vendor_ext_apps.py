@@ -2,8 +2,9 @@
 """Vendor the app side of the MCP Apps bridge: ``@modelcontextprotocol/ext-apps``' ``App``, bundled small.
 
 An MCP App page is rendered into a sandboxed frame that loads nothing it did not declare, so
-``django_mcp.ui`` inlines the ext-apps ``App`` into every page. The package's own all-in-one build
-(``app-with-deps.js``) carries all of zod and the MCP SDK, over 500 KB in every page; this script has
+``django_mcp.ui`` inlines the ext-apps ``App`` into every page, or, with ``PUBLIC_URL`` set, has it
+load the file from the site (``django_mcp.app_bridge``, which names it by its digest). The package's own
+all-in-one build (``app-with-deps.js``) carries all of zod and the MCP SDK, over 500 KB in every page; this script has
 esbuild (pinned in the Makefile's ``NODE_PACKAGES``) bundle the build without bundled dependencies
 (``app.js``) with only what a page uses, minified (scripts/ext_apps_bundle.mjs says how), and writes it
 to ``django_mcp/static/django_mcp/mcp-apps/ext-apps-app.js`` as a script that sets

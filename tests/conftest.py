@@ -367,15 +367,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def start_server(
-    env: dict[str, str], log: Path, migrate: bool = True, app: str = "tests.asgi:application", cwd: Path = ROOT
+    env: dict[str, str],
+    log: Path,
+    migrate: bool = True,
+    app: str = "tests.asgi:application",
+    cwd: Path = ROOT,
+    port: int | None = None,
 ) -> LiveServer:
+    """daphne serving ``app`` on loopback, on ``port`` (free, chosen here unless the settings must name it)."""
     if env["MCP_TEST_DB"] == "postgres":
         need_service("PostgreSQL", 5432)
     if env["MCP_TEST_LAYER"] == "redis":
         need_service("Redis", 6379)
     if migrate:
         migrate_database(env, cwd)
-    port = free_port()
+    port = port or free_port()
     command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), app]
     return spawn_server(command, env, log, port, "daphne", cwd)
 

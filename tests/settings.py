@@ -160,6 +160,8 @@ DJANGO_MCP = {
     "TOOL_TIMEOUT": float(os.environ.get("MCP_TOOL_TIMEOUT", "300")),
     # The audit log's background writer (tests/test_audit_live.py lengthens it to see the exit drain).
     "AUDIT_FLUSH_INTERVAL": float(os.environ.get("MCP_AUDIT_FLUSH_INTERVAL", "0.5")),
+    # tests/test_ui_browser.py: MCP App pages load the bridge from the live server (its own URL) when set.
+    "PUBLIC_URL": os.environ.get("MCP_PUBLIC_URL") or None,
 }
 # tests/test_middleware.py: test-only middleware after the built-in ones, in a server of its own.
 if os.environ.get("MCP_TEST_MIDDLEWARE"):

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from django_mcp.tasks import EXTENSION, RELATED_TASK
+from tests.support.raw import messages
 
 ACCEPT = "application/json, text/event-stream"
 #: Capabilities of a 2026-07-28 client that declares the tasks extension (and can answer elicitations).
@@ -17,17 +18,6 @@ TASKS = {"extensions": {EXTENSION: {}}, "elicitation": {}}
 TERMINAL = ("completed", "failed", "cancelled")
 
 __all__ = ["ACCEPT", "RELATED_TASK", "TASKS", "TERMINAL", "Modern", "Session"]
-
-
-def _messages(response: httpx.Response) -> list[dict[str, Any]]:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        out = []
-        for block in response.text.split("\n\n"):
-            data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
-            if data and data[0]:
-                out.append(json.loads("".join(data)))
-        return out
-    return [response.json()] if response.content else []
 
 
 class Modern:
@@ -55,7 +45,7 @@ class Modern:
             self.url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, headers=headers
         )
         assert r.status_code < 500, r.text
-        (message,) = [m for m in _messages(r) if m.get("id") == 1]
+        (message,) = [m for m in messages(r) if m.get("id") == 1]
         return message
 
     def result(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -76,15 +66,17 @@ class Modern:
     def get(self, task_id: str) -> dict[str, Any]:
         return self.result("tasks/get", {"taskId": task_id})
 
-    def wait(self, task_id: str, until: tuple[str, ...] = TERMINAL, timeout: float = 20) -> dict[str, Any]:
-        """Poll ``tasks/get`` until the task's status is one of ``until``; every state seen is in ``seen``."""
+    def wait(
+        self, task_id: str, until: tuple[str, ...] = TERMINAL, timeout: float = 20, every: float = 0.1
+    ) -> dict[str, Any]:
+        """Poll ``tasks/get`` every ``every`` seconds until the task's status is one of ``until``."""
         deadline = time.monotonic() + timeout
         while True:
             task = self.get(task_id)
             if task["status"] in until:
                 return task
             assert time.monotonic() < deadline, f"task still {task} after {timeout}s"
-            time.sleep(0.1)
+            time.sleep(every)
 
 
 class Session:

@@ -14,68 +14,7 @@ import pytest
 
 from django_mcp.protocol import cursor
 from tests.conftest import LiveServer
-
-ACCEPT = "application/json, text/event-stream"
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-}
-
-
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    out = []
-    for block in text.split("\n\n"):
-        data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
-        if data and data[0]:
-            out.append(json.loads("".join(data)))
-    return out
-
-
-class Raw:
-    """A hand-driven client: exactly the bytes and headers each test wants."""
-
-    def __init__(self, server: LiveServer) -> None:
-        self.url = server.url
-        self.http = httpx.Client(timeout=20)
-
-    def post(self, body: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> httpx.Response:
-        h = {"content-type": "application/json", "accept": ACCEPT, **(headers or {})}
-        content = raw if raw is not None else json.dumps(body).encode()
-        return self.http.post(self.url, content=content, headers=h)
-
-    def initialize(self, revision: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> str:
-        """A session whose client declared ``capabilities``, with notifications/initialized sent."""
-        r = self.post(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": revision,
-                    "capabilities": capabilities or {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
-        )
-        assert r.status_code == 200, r.text
-        sid = r.headers["mcp-session-id"]
-        assert sid.isascii() and sid.isprintable() and len(sid) >= 32
-        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, self.session_headers(sid, revision))
-        return sid
-
-    @staticmethod
-    def session_headers(sid: str, revision: str = "2025-11-25") -> dict[str, str]:
-        return {"mcp-session-id": sid, "mcp-protocol-version": revision}
-
-    def modern(self, method: str, params: dict[str, Any] | None = None, rid: Any = 1, **headers: str) -> httpx.Response:
-        body_params = {"_meta": META, **(params or {})}
-        h = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
-        name = (params or {}).get("name") or (params or {}).get("uri")
-        if name:
-            h["mcp-name"] = name
-        h.update({k.replace("_", "-"): v for k, v in headers.items()})
-        return self.post({"jsonrpc": "2.0", "id": rid, "method": method, "params": body_params}, h)
+from tests.support.raw import ACCEPT, META, Raw, error_of, sse_messages
 
 
 @pytest.fixture
@@ -87,12 +26,6 @@ def raw(mcp_server: LiveServer, server_log: Any) -> Iterator[Raw]:
     r = client.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}, client.session_headers(sid))
     assert r.json() == {"jsonrpc": "2.0", "id": 99, "result": {}}
     client.http.close()
-
-
-def error_of(r: httpx.Response) -> dict[str, Any]:
-    body = r.json()
-    assert "result" not in body
-    return body["error"]  # type: ignore[no-any-return]
 
 
 # -- parsing -------------------------------------------------------------------------------------

@@ -183,6 +183,16 @@ BAD: dict[str, list[Any]] = {
     "SERVER_CARD": [None, "on", {"tools": []}],
     "BROWSABLE_ENDPOINT": [True, "everyone", None],
     "SKILL_DIRS": ["skills", [""], [None], [3]],
+    "PUBLIC_URL": [
+        "books.example.com",
+        "ftp://books.example.com",
+        "https://books.example.com/?a=1",
+        "https://x#top",
+        "https://",
+        "https://books.example.com:99999",
+        443,
+        "",
+    ],
     "AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         [5],
@@ -190,6 +200,14 @@ BAD: dict[str, list[Any]] = {
         ["tests.no_such_module.Authentication"],
     ],
     "TOKEN_SCOPES": [5, ["mcp"], "tests.no_such_module.scopes", "django_mcp.conf.DEFAULTS"],
+    "SCOPE_GROUPS": [
+        [],
+        {"secret:read": []},
+        {"secret:read": "vault-readers"},
+        {"a b": ["staff"]},
+        {"secret:read": [""]},
+        {"": ["staff"]},
+    ],
 }
 
 #: Values besides the defaults that the checks accept (ints where floats are allowed, None where allowed...).
@@ -232,8 +250,10 @@ GOOD: dict[str, list[Any]] = {
     "SERVER_CARD": [False, {}, {"name": "com.example/library", "description": "Books", "icons": []}],
     "BROWSABLE_ENDPOINT": [False, "superuser"],
     "SKILL_DIRS": [[], ["skills"], (Path("skills"),)],
+    "PUBLIC_URL": [None, "https://books.example.com", "http://127.0.0.1:8000/", "https://example.com/library"],
     "AUTHENTICATION_CLASSES": [[], ("rest_framework.authentication.TokenAuthentication",)],
     "TOKEN_SCOPES": [None, lambda user, auth: None, "django_mcp.auth.authenticators.token_scopes"],
+    "SCOPE_GROUPS": [{"secret:read": ["vault-readers"]}, {"mcp": ("staff", "contractors")}],
 }
 
 CASES = [(key, value) for key, values in BAD.items() for value in values]

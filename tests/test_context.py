@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import LiveServer
 from tests.sse import SSEReader
-from tests.test_bad_input import ACCEPT, META, Raw
+from tests.support.raw import ACCEPT, META, Raw
 from tests.test_sdk_client import Recorder
 
 

@@ -94,6 +94,23 @@ def test_w032_the_browsable_endpoint_left_on() -> None:
     assert GOOD["DJANGO_MCP"]["BROWSABLE_ENDPOINT"] is False  # what the guide says
 
 
+def test_w280_mcp_apps_without_public_url_and_w281_public_url_over_http() -> None:
+    """A project whose server has MCP Apps (tests.uiapp, mounted by its ASGI application) and no ``PUBLIC_URL``."""
+    apps = {"ASGI_APPLICATION": "tests.uiapp.asgi.application"}
+    unset = {k: v for k, v in GOOD["DJANGO_MCP"].items() if k != "PUBLIC_URL"}
+    with override_settings(**{**GOOD, **apps, "DJANGO_MCP": unset}):
+        (warning,) = check_deployment()
+    assert warning.id == "django_mcp.W280" and "get_book" in warning.msg and "240 KB" in warning.msg
+    assert deploy_ids(**apps, DJANGO_MCP={**unset, "PUBLIC_URL": None}) == {"django_mcp.W280"}
+    assert deploy_ids(**apps) == set()
+    assert deploy_ids(DJANGO_MCP=unset) == set()  # no app in the test project's own site: nothing to inline
+    plain = {**GOOD["DJANGO_MCP"], "PUBLIC_URL": "http://mcp.example.com"}
+    assert deploy_ids(**apps, DJANGO_MCP=plain) == {"django_mcp.W281"}  # an https host blocks it (mixed content)
+    assert deploy_ids(**apps, DJANGO_MCP={**plain, "PUBLIC_URL": "http://127.0.0.1:8000"}) == set()
+    assert deploy_ids(**apps, DJANGO_MCP={**plain, "PUBLIC_URL": "mcp.example.com"}) == set()  # E280's, not these
+    assert GOOD["DJANGO_MCP"]["PUBLIC_URL"] == "https://mcp.example.com"  # what the guide says
+
+
 def test_w024_an_event_store_other_workers_cannot_read() -> None:
     locmem = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     dummy = {"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}}

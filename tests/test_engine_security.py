@@ -14,7 +14,7 @@ from django_mcp.protocol import jsonrpc
 from django_mcp.protocol.jsonrpc import ProtocolError
 from django_mcp.protocol.uri_template import URITemplate
 from tests.conftest import LiveServer
-from tests.test_bad_input import Raw, error_of
+from tests.support.raw import Raw, error_of
 
 BATCH_REV = "2025-03-26"
 

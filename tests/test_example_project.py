@@ -31,7 +31,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.callers import bearer_client
-from tests.conftest import ROOT, start_task_worker
+from tests.conftest import ROOT, free_port, start_task_worker
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
 from tests.test_browser_oauth import need_chromium
 from tests.test_ui_browser import host_page
@@ -68,7 +68,14 @@ for user, app in {callers!r}.items():
 def example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[OAuthServer, dict[str, str]]]:
     tmp = tmp_path_factory.mktemp("example")
     host = build_host(tmp / "host")  # the test host page of MCP Apps, served beside the project
-    server = start_example_server(tmp, app="tests.uihost.example_asgi:application", MCP_UI_HOST_DIR=str(host))
+    port = free_port()  # PUBLIC_URL names it: the book card's pages load the ext-apps bridge from the server
+    server = start_example_server(
+        tmp,
+        app="tests.uihost.example_asgi:application",
+        port=port,
+        MCP_UI_HOST_DIR=str(host),
+        MCP_PUBLIC_URL=f"http://127.0.0.1:{port}",
+    )
     try:
         server.live.manage("loaddata", "demo")
         server.shell(USERS)
@@ -373,6 +380,42 @@ async def test_the_book_card_app_in_a_host(example: tuple[OAuthServer, dict[str,
         await app.locator("button", has_text="Back to the book").click()  # book_details again
         await app.locator(".title", has_text="The Hound of the Baskervilles").wait_for()
         assert (await page.evaluate("host.call('book_details', {book_id: 8})"))["structuredContent"] == before
+
+
+#: What a ui:// page may weigh with PUBLIC_URL set (the bridge referenced, not inlined).
+UI_PAGE_BUDGET = 100_000
+
+
+async def test_every_app_page_references_the_served_bridge_and_stays_small(
+    example: tuple[OAuthServer, dict[str, str]],
+) -> None:
+    """Every ``ui://`` resource of the project, read by the official SDK as a host would: at most 100 KB, its CSP
+    naming the site (``PUBLIC_URL``), and the bridge it references served there with CORS."""
+    from mcp.client.session import ClientSession
+
+    server, tokens = example
+    base = server.url.removesuffix("/mcp/")
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens['reader']}"})
+    ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+    async with (
+        streamable_http_client(server.url, http_client=http) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30, extensions=ui) as session,
+    ):
+        await session.initialize()
+        pages = [str(r.uri) for r in (await session.list_resources()).resources if str(r.uri).startswith("ui://")]
+        assert len(pages) >= 3, pages  # book_details, lend_book, return_book
+        sources = set()
+        for uri in pages:
+            (content,) = (await session.read_resource(uri)).contents
+            text = content.text  # type: ignore[union-attr]
+            assert len(text.encode()) <= UI_PAGE_BUDGET, (uri, len(text.encode()))
+            assert content.meta is not None and base in content.meta["ui"]["csp"]["resourceDomains"], uri
+            sources.update(s for s in text.split('"') if s.startswith(base + "/mcp/apps/bridge."))
+    (bridge,) = sources  # one file for every page
+    async with httpx.AsyncClient(timeout=10) as client:
+        served = await client.get(bridge, headers={"Origin": "null"})
+    assert served.status_code == 200 and served.headers["access-control-allow-origin"] == "*"
+    assert b"McpExtApps" in served.content
 
 
 async def test_the_official_sdk_accepts_the_render_helpers(example: tuple[OAuthServer, dict[str, str]]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import LiveServer
-from tests.test_bad_input import Raw
+from tests.support.raw import Raw
 
 
 def queries(raw: Raw, headers: dict[str, str]) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import LiveServer, server_env, start_server
-from tests.test_bad_input import ACCEPT, Raw, sse_messages
+from tests.support.raw import ACCEPT, Raw, sse_messages
 
 
 @pytest.fixture(scope="module")

@@ -294,3 +294,43 @@ def test_a_missing_scope_reaches_the_middleware_as_a_response_and_the_client_as_
     (refused,) = [s for s in seen if s["name"] == "vault_write"]
     assert (refused["error"], refused["user"], refused["scopes"]) == (-32600, "alice", frozenset({"mcp"}))
     assert refused["client_id"] and refused["transport"] == "wsgi"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("outermost", [None, "tests.middlewares.Rewrite"])
+def test_a_reply_is_serialized_once_unless_a_middleware_edits_replies(
+    monkeypatch: pytest.MonkeyPatch, outermost: str | None
+) -> None:
+    """With the built-in middleware alone (each ``keeps_replies``), a tools/call reply is serialized once, by the
+    size cap, and the audit and the WSGI view send those bytes. A middleware that edits replies around them
+    (``Rewrite``, with no ``keeps_replies``) seals nothing: its edit reaches the client."""
+    from django_mcp.conf import DEFAULT_MIDDLEWARE
+    from django_mcp.protocol import jsonrpc
+
+    made: list[Any] = []
+    to_json = jsonrpc.pydantic_core.to_json
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> bytes:
+        if isinstance(value, dict) and "result" in value and value.get("id") == 7:
+            made.append(value)
+        return to_json(value, *args, **kwargs)
+
+    monkeypatch.setattr(jsonrpc.pydantic_core, "to_json", counting)
+    paths = [*([outermost] if outermost else []), *DEFAULT_MIDDLEWARE]
+    settings_ = {**settings.DJANGO_MCP, "MIDDLEWARE": paths, "AUDIT_LOG": True, "MAX_RESULT_BYTES": 1 << 20}
+    with override_settings(ROOT_URLCONF=__name__, DJANGO_MCP=settings_):
+        http = Client(SERVER_NAME="127.0.0.1", HTTP_HOST="127.0.0.1")
+        sid = wsgi_session(http)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x"}},
+        }
+        r = wsgi_post(http, body, sid)
+    texts = [c["text"] for c in r.json()["result"]["content"]]
+    if outermost is None:
+        assert texts == ["x"] and len(made) == 1, made  # the cap made the bytes; the audit and the view reused them
+    else:
+        assert texts == ["X", "via wsgi"], texts  # the edit made after the cap is what the client gets
+        assert len(made) == 3, made  # the cap, the audit and the view each serialize (nothing sealed)

@@ -1,4 +1,4 @@
-"""The OAuth system checks (django_mcp.E030-E036, W030-W031), one test per id."""
+"""The OAuth system checks (django_mcp.E030-E036, W030-W031, E260, W260-W261), one test per id."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from django.test import override_settings
 
 from django_mcp.auth import REQUIRED, oauth2_provider_settings
-from django_mcp.auth.checks import check_login, check_oauth
+from django_mcp.auth.checks import check_login, check_oauth, check_scope_groups
+from django_mcp.auth.group_scopes import permitted_scopes
 from django_mcp.checks import check_settings
 from tests.oauth import settings as oauth_settings
 
@@ -132,3 +133,48 @@ def test_e036_login_template_missing() -> None:
     assert error.id == "django_mcp.E036"
     assert "TemplateDoesNotExist: registration/login.html" in error.msg and "templates/registration" in error.hint
     assert login_ids(LOGIN_URL="login", TEMPLATES=NO_DIRS) == ["django_mcp.E036"]
+
+
+# -- SCOPE_GROUPS: W260-W261, and the narrowing itself ---------------------------------------------------
+
+
+def scope_group_ids(**mcp: Any) -> list[str]:
+    with override_settings(DJANGO_MCP={**OAUTH, "SCOPES": {"mcp": "Connect", "secret:read": "Read"}, **mcp}):
+        return [e.id for e in check_scope_groups()]
+
+
+def test_scope_groups_naming_site_scopes_are_clean() -> None:
+    assert scope_group_ids(SCOPE_GROUPS={"secret:read": ["vault-readers"]}) == []
+    assert scope_group_ids() == []
+
+
+def test_w260_scope_groups_names_an_unknown_scope() -> None:
+    assert scope_group_ids(SCOPE_GROUPS={"secret:raed": ["vault-readers"]}) == ["django_mcp.W260"]
+
+
+def test_w261_scope_groups_without_oauth() -> None:
+    assert scope_group_ids(AUTH="none", SCOPE_GROUPS={"secret:read": ["vault-readers"]}) == ["django_mcp.W261"]
+
+
+def test_e260_malformed_scope_groups() -> None:
+    with override_settings(DJANGO_MCP={**OAUTH, "SCOPE_GROUPS": {"secret:read": "vault-readers"}}):
+        assert "django_mcp.E260" in [e.id for e in check_settings()]
+
+
+@pytest.mark.django_db
+def test_permitted_scopes_follow_group_membership() -> None:
+    from django.contrib.auth.models import AnonymousUser, Group, User
+
+    readers = Group.objects.create(name="vault-readers")
+    Group.objects.create(name="auditors")
+    member, other = User.objects.create_user("member"), User.objects.create_user("other")
+    member.groups.add(readers)
+    asked = ["mcp", "secret:read", "audit:read"]
+    rules = {"secret:read": ["vault-readers", "auditors"], "audit:read": ["auditors"]}
+    with override_settings(DJANGO_MCP={**OAUTH, "SCOPE_GROUPS": rules}):
+        assert permitted_scopes(member, asked) == ["mcp", "secret:read"]
+        assert permitted_scopes(other, asked) == ["mcp"]
+        assert permitted_scopes(AnonymousUser(), asked) == ["mcp"]
+        assert permitted_scopes(None, asked) == ["mcp"]
+    with override_settings(DJANGO_MCP=OAUTH):  # no rule: every scope stays open
+        assert permitted_scopes(other, asked) == asked

@@ -17,7 +17,7 @@ from django.test import override_settings
 from django_mcp.later import Later
 from django_mcp.transports.security import host_allowed
 from tests.conftest import LiveServer
-from tests.test_bad_input import ACCEPT, META, Raw
+from tests.support.raw import ACCEPT, META, Raw
 
 
 @pytest.fixture

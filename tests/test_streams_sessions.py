@@ -15,7 +15,7 @@ from mcp.client.sse import sse_client
 
 from tests.conftest import LiveServer
 from tests.sse import SSEReader, first_event_then_drop
-from tests.test_bad_input import ACCEPT, Raw
+from tests.support.raw import ACCEPT, Raw
 
 
 @pytest.fixture

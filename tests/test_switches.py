@@ -38,7 +38,7 @@ from django_mcp.operations.switches import board, switch_off, switch_on
 from django_mcp.tasks import EXTENSION, jobs
 from django_mcp.test import MCPClientError, MCPTestClient
 from tests.conftest import ROOT, free_port, server_env, start_server
-from tests.test_bad_input import Raw
+from tests.support.raw import Raw
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -45,8 +45,8 @@ from tests.conftest import (
 )
 from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
 from tests.sse import SSEReader
+from tests.support.raw import ACCEPT, META, Raw
 from tests.task_client import Modern, Session
-from tests.test_bad_input import ACCEPT, META, Raw
 
 #: Every server here picks its own database and channel layer (CLUSTERS): the pg-redis pass need not run it again.
 pytestmark = pytest.mark.own_config

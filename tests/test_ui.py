@@ -261,14 +261,83 @@ def test_one_ui_object_on_two_tools_gives_each_its_own_page() -> None:
 #: What one ``ui://`` page may weigh: the inlined bridge (the ext-apps ``App`` with the part of zod and the MCP SDK it
 #: uses, about 240 KB) plus the page. The package's all-in-one build was over 500 KB in every page.
 PAGE_BUDGET = 250_000
+#: With ``PUBLIC_URL`` set the page references the bridge, served once (``django_mcp.app_bridge``).
+SERVED_PAGE_BUDGET = 100_000
+PUBLIC = "https://books.example.com"
 
 
-def test_each_ui_page_stays_within_its_size_budget() -> None:
-    listed = [r["uri"] for r in host().request("resources/list")["resources"] if r["uri"].startswith("ui://")]
-    assert len(listed) >= 2
-    for uri in listed:
-        (content,) = host().request("resources/read", {"uri": uri})["contents"]
-        assert len(content["text"].encode()) <= PAGE_BUDGET, uri
+def public_url(value: str | None = PUBLIC) -> Any:
+    from django.conf import settings
+
+    return override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "PUBLIC_URL": value})
+
+
+def pages(client: MCPTestClient) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Each ``ui://`` page: its ``resources/list`` entry and what ``resources/read`` answers."""
+    listed = {r["uri"]: r for r in client.request("resources/list")["resources"] if r["uri"].startswith("ui://")}
+    read = {uri: client.request("resources/read", {"uri": uri})["contents"][0] for uri in listed}
+    return {uri: (entry, read[uri]) for uri, entry in listed.items()}
+
+
+@pytest.mark.parametrize(("served", "budget"), [(False, PAGE_BUDGET), (True, SERVED_PAGE_BUDGET)])
+def test_each_ui_page_stays_within_its_size_budget(served: bool, budget: int) -> None:
+    with public_url(PUBLIC if served else None):
+        found = pages(host())
+    assert len(found) >= 2
+    for uri, (_, content) in found.items():
+        size = len(content["text"].encode())
+        assert size <= budget, (uri, size)
+        assert (size > SERVED_PAGE_BUDGET) is not served, (uri, size)  # inlined: the bridge is in the page
+
+
+def test_with_public_url_a_page_loads_the_served_bridge_and_declares_its_origin() -> None:
+    from django_mcp import app_bridge
+
+    bridge = app_bridge.BRIDGE_FILE.read_bytes()
+    with public_url(PUBLIC + "/"):
+        found = pages(host())
+        url = app_bridge.url()
+    assert url == f"{PUBLIC}/mcp/apps/{app_bridge.file_name()}" and app_bridge.file_name().startswith("bridge.")
+    for uri, (entry, content) in found.items():
+        text = content["text"]
+        tag = f'<script type="module" src="{url}" integrity="{app_bridge.integrity()}" crossorigin="anonymous">'
+        assert tag in text, uri
+        assert bridge.decode()[-2000:] not in text  # not inlined as well
+        assert entry["_meta"] == content["_meta"], uri
+        declared = content["_meta"]["ui"]["csp"]["resourceDomains"]
+        assert declared[-1] == PUBLIC, uri  # the origin only, whatever PUBLIC_URL's path
+    get_book = found["ui://ui-tests/get_book"][1]["_meta"]["ui"]
+    assert get_book["csp"] == {"resourceDomains": ["https://fonts.example", PUBLIC]}  # added to the tool's own
+    with public_url("https://Books.Example.com:8443/library"):
+        (entry, content) = pages(host())["ui://ui-tests/raw_card"]
+        assert app_bridge.url() == f"https://Books.Example.com:8443/library/mcp/apps/{app_bridge.file_name()}"
+    assert content["_meta"]["ui"]["csp"] == {"resourceDomains": ["https://books.example.com:8443"]}
+    with public_url(None):  # unset again: inlined, and the tool's CSP as it declared it
+        (entry, content) = pages(host())["ui://ui-tests/get_book"]
+    assert entry["_meta"]["ui"]["csp"] == {"resourceDomains": ["https://fonts.example"]}
+    assert "integrity=" not in content["text"] and bridge.decode()[-2000:] in content["text"]
+
+
+@override_settings(ROOT_URLCONF="tests.urls_django_asgi")  # WSGI mode's patterns (django_mcp.urls_wsgi)
+def test_the_bridge_is_served_beside_a_wsgi_endpoint_as_it_is_under_asgi(client: Any) -> None:
+    import base64
+    import gzip
+    import hashlib
+
+    from django_mcp import app_bridge
+
+    url = f"/mcp/apps/{app_bridge.file_name()}"
+    plain = client.get(url)
+    assert plain.status_code == 200 and plain["Content-Type"] == "text/javascript; charset=utf-8"
+    assert plain["Access-Control-Allow-Origin"] == "*" and "immutable" in plain["Cache-Control"]
+    body = plain.content
+    assert body == app_bridge.BRIDGE_FILE.read_bytes()
+    assert app_bridge.integrity() == "sha384-" + base64.b64encode(hashlib.sha384(body).digest()).decode()
+    zipped = client.get(url, headers={"Accept-Encoding": "gzip, br"})
+    assert zipped["Content-Encoding"] == "gzip" and gzip.decompress(zipped.content) == body
+    assert len(zipped.content) < len(body) / 3
+    assert client.get("/mcp/apps/bridge.0000000000000000.js").status_code == 404  # another version: not here
+    assert client.post(url).status_code == 405
 
 
 def test_the_vendored_bridge_is_the_pinned_ext_apps_package() -> None:

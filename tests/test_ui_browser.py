@@ -28,7 +28,7 @@ from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import LiveServer, server_env, start_server
+from tests.conftest import LiveServer, free_port, server_env, start_server
 from tests.test_browser_oauth import CHROMIUM, need_chromium
 from tests.test_template_prompts import SETUP as SESSIONS
 from tests.uihost.serve import build as build_host
@@ -46,12 +46,17 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+def host_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     need_chromium()
-    tmp = tmp_path_factory.mktemp("ui")
-    host = build_host(tmp / "host")
-    env = server_env(tmp, MCP_UI_HOST_DIR=str(host))
-    server = start_server(env, tmp / "daphne.log", app="tests.uiapp.asgi:application")
+    return build_host(tmp_path_factory.mktemp("ui-host"))
+
+
+def serve_ui(tmp: Path, host: Path, public_url: bool = False) -> Iterator[Live]:
+    """``tests.uiapp`` under daphne with the host page; ``public_url``: ``PUBLIC_URL`` is the server's own URL."""
+    port = free_port()
+    extra = {"MCP_PUBLIC_URL": f"http://127.0.0.1:{port}"} if public_url else {}
+    env = server_env(tmp, MCP_UI_HOST_DIR=str(host), **extra)
+    server = start_server(env, tmp / "daphne.log", app="tests.uiapp.asgi:application", port=port)
     try:
         sessions = json.loads(server.manage("shell", "-c", SESSIONS).strip().splitlines()[-1])
         yield Live(server, sessions)
@@ -61,9 +66,26 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     assert " 500 " not in log and "Traceback" not in log, log
 
 
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, host_dir: Path) -> Iterator[Live]:
+    """``PUBLIC_URL`` unset: each page inlines the bridge."""
+    yield from serve_ui(tmp_path_factory.mktemp("ui"), host_dir)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, host_dir: Path) -> Iterator[Live]:
+    """``PUBLIC_URL`` set: each page loads the bridge from the server (``django_mcp.app_bridge``)."""
+    yield from serve_ui(tmp_path_factory.mktemp("ui-served"), host_dir, public_url=True)
+
+
 @contextlib.asynccontextmanager
-async def host_page(server: LiveServer, *, session: str | None = None, token: str | None = None) -> AsyncIterator[Any]:
-    """The test host page in Debian's chromium, as a signed-in ``session`` or with a bearer ``token``."""
+async def host_page(
+    server: LiveServer, *, session: str | None = None, token: str | None = None, errors: list[str] | None = None
+) -> AsyncIterator[Any]:
+    """The test host page in Debian's chromium, as a signed-in ``session`` or with a bearer ``token``.
+
+    The console's errors go to ``errors`` when given; otherwise a Content-Security-Policy error fails the test.
+    """
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -77,15 +99,15 @@ async def host_page(server: LiveServer, *, session: str | None = None, token: st
                 cookie = {"name": "sessionid", "value": session, "domain": "127.0.0.1", "path": "/"}
                 await context.add_cookies([cookie])  # type: ignore[list-item]
             tab = await context.new_page()
-            errors: list[str] = []
-            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            console: list[str] = [] if errors is None else errors
+            tab.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
             query = {"sandbox": f"http://localhost:{server.port}/host/sandbox.html"}  # another origin than the host's
             if token is not None:
                 query["token"] = token
             await tab.goto(f"{server.base}/host/index.html?{urlencode(query)}")
             await tab.wait_for_selector("body[data-ready=true]")
             yield tab
-            assert not [e for e in errors if "Content Security Policy" in e], errors
+            assert errors is not None or not [e for e in console if "Content Security Policy" in e], console
         finally:
             await browser.close()
 
@@ -134,6 +156,80 @@ async def test_an_escaped_title_stays_text_in_the_app(page: Any) -> None:
     title = app.locator(".card .title")
     await title.wait_for()
     assert await title.inner_text() == "<script>alert(1)</script> & Co"
+
+
+# -- PUBLIC_URL: the bridge served once, under the CSP the host builds from the page's resourceDomains ----------
+#: What a ui:// page may weigh when it references the bridge (inlined, about 249 KB: tests/test_ui.py).
+SERVED_PAGE_BUDGET = 100_000
+
+
+def bridge_responses(tab: Any) -> list[Any]:
+    """The responses to requests of the served bridge, in every frame of ``tab`` (the app's included)."""
+    seen: list[Any] = []
+    tab.on("response", lambda r: seen.append(r) if "/mcp/apps/bridge." in r.url else None)
+    return seen
+
+
+async def test_with_public_url_the_app_loads_the_served_bridge_under_the_hosts_csp(served: Live) -> None:
+    base = served.server.base
+    async with host_page(served.server, session=served.sessions["alice"]) as tab:
+        loaded = bridge_responses(tab)
+        shown = await tab.evaluate("host.show('get_book', {book_id: 1})")
+        assert shown["size"] <= SERVED_PAGE_BUDGET, shown["size"]
+        assert shown["ui"]["csp"] == {"resourceDomains": ["https://fonts.example", base]}  # the host's CSP source
+        app = tab.frame_locator("#app-get_book").frame_locator("iframe")
+        await app.locator(".card .title", has_text="Dune").wait_for()
+        assert await app.locator(".viewer").inner_text() == "alice"
+        await app.locator("button.borrow").click()  # lend_book through the host, with the served bridge
+        await app.locator(".status", has_text="Lent to alice").wait_for()
+        await tab.evaluate("host.show('raw_card', {book_id: 2})")  # a page of its own: mcpApp from the bridge
+        raw = tab.frame_locator("#app-raw_card").frame_locator("iframe")
+        await raw.locator("#raw-size", has_text="shelf of 3").wait_for()
+        assert loaded and {r.status for r in loaded} == {200}, [(r.url, r.status) for r in loaded]
+        assert all(r.url.startswith(base + "/mcp/apps/bridge.") for r in loaded)
+        headers = await loaded[0].all_headers()
+    assert headers["access-control-allow-origin"] == "*" and "immutable" in headers["cache-control"]
+
+
+async def test_without_the_declared_origin_the_hosts_csp_blocks_the_bridge(served: Live) -> None:
+    """The same page, but the host builds its CSP from resourceDomains without the site's origin: no bridge."""
+    errors: list[str] = []
+    base = served.server.base
+    async with host_page(served.server, session=served.sessions["alice"], errors=errors) as tab:
+        loaded = bridge_responses(tab)
+        with pytest.raises(Exception, match="did not initialize"):
+            await tab.evaluate(f"host.show('get_book', {{book_id: 2}}, {{undeclare: {base!r}, timeout: 4000}})")
+        app = tab.frame_locator("#app-get_book").frame_locator("iframe")
+        assert await app.locator(".card").count() == 0
+        assert await app.locator("main[data-mcp-result]").count() == 1  # the page is there, its bridge is not
+    blocked = [e for e in errors if "Content Security Policy" in e and "/mcp/apps/bridge." in e]
+    assert blocked, errors
+    assert not loaded  # the browser never asked for it
+
+
+async def test_the_served_bridge_over_http(served: Live) -> None:
+    """What a browser, a CDN or a proxy gets from the bridge's route under daphne (ASGI)."""
+    import gzip
+
+    from django_mcp import app_bridge
+
+    name = app_bridge.file_name()
+    url = f"{served.server.base}/mcp/apps/{name}"
+    async with httpx.AsyncClient(timeout=10) as http:
+        plain = await http.get(url, headers={"Origin": "null", "Accept-Encoding": "identity"})  # the app's frame
+        zipped = await http.get(url, headers={"Accept-Encoding": "gzip"})
+        head = await http.head(url)
+        other = await http.get(f"{served.server.base}/mcp/apps/bridge.0123456789abcdef.js")
+        post = await http.post(url)
+    assert plain.status_code == 200 and plain.content == app_bridge.BRIDGE_FILE.read_bytes()
+    assert plain.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert plain.headers["access-control-allow-origin"] == "*"
+    assert plain.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert zipped.headers["content-encoding"] == "gzip" and zipped.content == plain.content  # httpx decodes it
+    assert int(zipped.headers["content-length"]) == len(gzip.compress(plain.content, 9, mtime=0))
+    assert head.status_code == 200 and head.content == b"" and head.headers["etag"] == f'"{name}"'
+    assert other.status_code == 404 and other.headers["cache-control"] == "no-store"
+    assert post.status_code == 405 and post.headers["allow"] == "GET, HEAD"
 
 
 class Apps(ClientExtension):

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import LiveServer, server_env, start_server
 from tests.sse import SSEReader, first_event_then_drop
-from tests.test_bad_input import ACCEPT, Raw
+from tests.support.raw import ACCEPT, Raw
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.own_config]
 

@@ -1,6 +1,6 @@
 """System checks for ``AUTH = "oauth"``: every django-oauth-toolkit setting that contradicts MCP.
 
-Ids ``django_mcp.E030``-``E036`` and ``W030``-``W031``, each listed in docs/checks.md.
+Ids ``django_mcp.E030``-``E036``, ``W030``-``W031`` and ``W260``-``W261``, each listed in docs/checks.md.
 They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``. ``E221`` and ``W220`` check the
 project's own authentication classes (``AUTHENTICATION_CLASSES``) whatever ``AUTH`` is.
 """
@@ -57,6 +57,39 @@ def check_authentication_classes(app_configs: Any = None, **kwargs: Any) -> list
             )
         )
     return errors
+
+
+@register(Tags.compatibility)
+def check_scope_groups(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W260``: ``SCOPE_GROUPS`` names a scope the site does not have; ``W261``: set without OAuth.
+
+    A value of the wrong shape is ``E260`` (``django_mcp.checks.check_settings``).
+    """
+    rules = getattr(settings, "DJANGO_MCP", {}).get("SCOPE_GROUPS") or {}
+    if not isinstance(rules, dict) or not rules:
+        return []
+    if mcp_settings.AUTH != "oauth":
+        return [
+            Warning(
+                "DJANGO_MCP['SCOPE_GROUPS'] is set but AUTH is not 'oauth': no token is issued, so no scope is "
+                "reserved to anyone.",
+                hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Scopes reserved to groups\").",
+                id="django_mcp.W261",
+            )
+        ]
+    from .scopes import all_scopes  # reason: the scopes backend imports DOT, installed with OAuth on
+
+    known = all_scopes()
+    return [
+        Warning(
+            f"DJANGO_MCP['SCOPE_GROUPS'] reserves {scope!r}, which is not a scope of this site: the rule "
+            "never applies.",
+            hint=f"Use one of {sorted(known)}, or add the scope to DJANGO_MCP['SCOPES'].",
+            id="django_mcp.W260",
+        )
+        for scope in rules
+        if isinstance(scope, str) and scope not in known
+    ]
 
 
 @register(Tags.compatibility)

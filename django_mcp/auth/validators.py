@@ -13,8 +13,10 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 
 from ..auth_clients import allowed_scopes, is_client_disabled, service_user
+from ..conf import mcp_settings
 from ..models import SpentAuthorizationCode
 from ..writelock import write_transaction
+from .group_scopes import permitted_scopes
 from .registration import redirect_uri_allowed
 
 
@@ -70,8 +72,30 @@ class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no
             return getattr(request, "grant_type", None) != "client_credentials"
         return set(scopes).issubset(allowed)
 
+    def validate_refresh_token(self, refresh_token: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
+        # DOT refreshes for an inactive user; its tokens would be refused at the endpoint, but a deactivated
+        # account is issued nothing at all (invalid_grant), as for a code.
+        if not super().validate_refresh_token(refresh_token, client, request, *args, **kwargs):
+            return False
+        return _active(request)
+
+    # -- scopes reserved to groups (SCOPE_GROUPS) ---------------------------------------------------
+    def save_authorization_code(self, client_id: str, code: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # The consent form's scope field comes back from the browser: narrowed again, not trusted.
+        request.scopes = permitted_scopes(getattr(request, "user", None), request.scopes or [])
+        return super().save_authorization_code(client_id, code, request, *args, **kwargs)
+
     # -- authorization code replay ---------------------------------------------------------------
     def save_bearer_token(self, token: dict[str, Any], request: Any, *args: Any, **kwargs: Any) -> Any:
+        # Every grant (code, refresh, client credentials) ends here: a user who left a group since the
+        # authorization gets the narrower token at the next refresh. ``token`` is the response sent.
+        if "scope" in token and mcp_settings.SCOPE_GROUPS:
+            # A machine token acts as its client's service user (docs/auth.md): that user's groups decide.
+            machine = getattr(request, "grant_type", None) == "client_credentials"
+            user = service_user(request.client) if machine else getattr(request, "user", None)
+            scopes = permitted_scopes(user, str(token["scope"]).split())
+            token["scope"] = " ".join(scopes)
+            request.scopes = scopes
         # django-oauth-toolkit's own atomic block reads before it writes (a refresh: the old tokens,
         # select_for_update, then deletes them): on SQLite that upgrade failed at once with "database is
         # locked" (a 500 at the token endpoint) when another connection wrote meanwhile (seen in CI).
@@ -96,9 +120,16 @@ class MCPOAuth2Validator(OAuth2Validator):  # type: ignore[misc]  # DOT ships no
 
     def validate_code(self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
         if super().validate_code(client_id, code, client, request, *args, **kwargs):
-            return True
+            # A user deactivated since consenting (left the company, disabled by the IdP's deprovisioning)
+            # gets nothing for the code (invalid_grant).
+            return _active(request)
         revoke_spent_code(code, getattr(client, "client_id", client_id))
         return False
+
+
+def _active(request: Any) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_active)
 
 
 def revoke_spent_code(code: str, client_id: str) -> int:

@@ -17,6 +17,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.utils import parse_bearer_token
 from oauth2_provider.views import (
+    AuthorizationView as DOTAuthorizationView,
+)
+from oauth2_provider.views import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
     OAuthProtectedResourceMetadataView,
@@ -27,8 +30,20 @@ from ..conf import mcp_settings
 from ..models import MCPClient
 from ..writelock import write_transaction
 from . import initial_tokens
+from .group_scopes import permitted_scopes
 from .ratelimit import registration_retry_after
 from .registration import OPEN_GRANT_TYPES, TRUSTED_GRANT_TYPES, Refusal, check_metadata
+
+
+class AuthorizationView(DOTAuthorizationView):  # type: ignore[misc]
+    """DOT's consent page, listing only the scopes the signed-in user may hold (``SCOPE_GROUPS``).
+
+    What the page shows is what the code will carry: the validator narrows the submitted form again.
+    """
+
+    def validate_authorization_request(self, request: HttpRequest) -> tuple[list[str], dict[str, Any]]:
+        scopes, credentials = super().validate_authorization_request(request)
+        return permitted_scopes(request.user, scopes), credentials
 
 
 class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):  # type: ignore[misc]

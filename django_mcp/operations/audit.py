@@ -408,6 +408,8 @@ def flush() -> int:
 class AuditMiddleware:
     """Records each audited request after it ends, whatever the outcome; never changes the outcome."""
 
+    keeps_replies = True  # never edits a reply an inner middleware returned (Call.encode)
+
     def __init__(self, call_next: CallNext) -> None:
         self.call_next = call_next
 
@@ -426,16 +428,21 @@ class AuditMiddleware:
             # What the client asked, copied before anything inside can change it.
             sensitive = None if policy == FULL else pattern(mcp_settings.AUDIT_SENSITIVE_KEYS)
             arguments = redact(call.arguments, sensitive)
-        request_bytes = len(dumps(call.params))
+        request_bytes = call.exchange.request.size or len(dumps(call.params))  # the bytes it came in, if known
         limit = mcp_settings.AUDIT_MAX_PAYLOAD_BYTES
         if arguments is not None and limit is not None and request_bytes > limit:  # else the arguments fit
             arguments = bounded(arguments, limit)
         try:
             response = await self.call_next(call)
         except asyncio.CancelledError:
-            self._record(call, at, arguments, request_bytes, None, keep, log, policy)
+            self._record(call, at, arguments, request_bytes, None, 0, keep, log, policy)
             raise
-        self._record(call, at, arguments, request_bytes, response, keep, log, policy)
+        raw = None
+        if response is not None:
+            response, raw = call.encode(response)
+        self._record(
+            call, at, arguments, request_bytes, response, len(raw) if raw is not None else 0, keep, log, policy
+        )
         return response
 
     def _record(
@@ -445,6 +452,7 @@ class AuditMiddleware:
         arguments: Any,
         request_bytes: int,
         response: dict[str, Any] | None,
+        response_bytes: int,
         keep: bool,
         log: bool,
         policy: Any,
@@ -468,7 +476,7 @@ class AuditMiddleware:
             code,
             status,
             request_bytes,
-            len(dumps(response)) if response is not None else 0,
+            response_bytes,
             call.task_id or task_id,
             arguments,
             bounded(result, mcp_settings.AUDIT_MAX_PAYLOAD_BYTES) if policy == FULL and keep else None,

@@ -105,6 +105,8 @@ class Limits:
     """Refuses a caller over ``RATE_LIMITS`` or ``TASK_LIMITS`` with ``RateLimited`` (429 + ``Retry-After``),
     and replaces a result over ``MAX_RESULT_BYTES`` with an error that says so (``sizes``)."""
 
+    keeps_replies = True  # never edits a reply an inner middleware returned (Call.encode)
+
     def __init__(self, call_next: CallNext) -> None:
         self.call_next = call_next
 

@@ -3,15 +3,15 @@
 A ``tools/call`` result becomes a tool error (``isError``) naming the size and the cap, which the
 model can read; ``resources/read`` and ``prompts/get`` get a JSON-RPC error with the same figures.
 A task's run goes through the same chain, so an oversized task result is never stored either.
-The size is that of the result serialized as JSON, as it goes on the wire. The ``Limits``
-middleware applies it (a cap is a limit: one middleware, one hop fewer per request).
+The size is that of the reply as it goes on the wire (the result's JSON and the few dozen bytes of
+the JSON-RPC envelope around it). Those bytes are made here once and, through ``Call.encode``,
+carried on to the audit record and the transport. The ``Limits`` middleware applies it (a cap is a
+limit: one middleware, one hop fewer per request).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import pydantic_core
 
 from ..conf import mcp_settings
 from ..engine import engine
@@ -32,10 +32,10 @@ def capped(call: Call, response: dict[str, Any] | None) -> dict[str, Any] | None
     cap = mcp_settings.MAX_RESULT_BYTES
     if cap is None or response is None or call.method not in MEASURED:
         return response
-    result = response.get("result")
-    if not isinstance(result, dict):
+    if not isinstance(response.get("result"), dict):
         return response
-    size = len(pydantic_core.to_json(result))
+    response, raw = call.encode(response)
+    size = len(raw)
     if size <= cap:
         return response
     what = f"{call.name!r}" if call.name else "the request"

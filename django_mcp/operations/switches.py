@@ -248,6 +248,8 @@ class KillSwitches:
     is this process's ``board``: no query per request.
     """
 
+    keeps_replies = True  # never edits a reply an inner middleware returned (Call.encode)
+
     def __init__(self, call_next: CallNext) -> None:
         self.call_next = call_next
         if _hide not in access.hidden:

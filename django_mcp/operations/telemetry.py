@@ -33,6 +33,8 @@ INSTALL_HINT = 'pip install "django-mcp-toolkit[otel]" (opentelemetry-api), or s
 class Telemetry:
     """One ``SERVER`` span and one ``mcp.server.operation.duration`` measurement per request."""
 
+    keeps_replies = True  # never edits a reply an inner middleware returned (Call.encode)
+
     def __init__(self, call_next: CallNext) -> None:
         if not mcp_settings.TELEMETRY:
             raise MiddlewareNotUsed

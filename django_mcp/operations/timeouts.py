@@ -54,6 +54,8 @@ def timed_out(call: Call, seconds: float) -> dict[str, Any]:
 class Timeouts:
     """Stops a ``tools/call`` at its deadline and answers a timed-out tool error (``isError``)."""
 
+    keeps_replies = True  # never edits a reply an inner middleware returned (Call.encode)
+
     def __init__(self, call_next: CallNext) -> None:
         self.call_next = call_next
         #: One timer per deadline length (``Later``): a call that ends in time costs a dict insert and delete,

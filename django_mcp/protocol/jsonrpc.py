@@ -50,6 +50,8 @@ class Request:
     id: RequestId
     method: str
     params: dict[str, Any] | None
+    #: The bytes it came in, when it came alone in a body (0: not known); the audit records it as its size.
+    size: int = 0
 
 
 @dataclass(slots=True)
@@ -107,7 +109,23 @@ def check_batch(items: list[Any], limit: int) -> None:
         )
 
 
+class Encoded(dict[str, Any]):
+    """A reply that carries its own JSON bytes, made once for the size cap, the audit and the transport.
+
+    Only made where nothing can change the reply after it is serialized (``Call.encode``); ``dumps``
+    then returns the bytes as they are.
+    """
+
+    __slots__ = ("raw",)
+
+    def __init__(self, reply: dict[str, Any], raw: bytes) -> None:
+        super().__init__(reply)
+        self.raw = raw
+
+
 def dumps(obj: Any) -> bytes:
+    if type(obj) is Encoded:
+        return obj.raw
     return pydantic_core.to_json(obj)
 
 

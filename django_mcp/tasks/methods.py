@@ -66,7 +66,23 @@ def declared(ex: Exchange) -> bool:
 
 
 def wants_task(tool: Tool, params: dict[str, Any], ex: Exchange) -> bool:
-    """Whether this ``tools/call`` becomes a task; raises when the tool and the client cannot agree."""
+    """Whether this ``tools/call`` becomes a task; raises when the tool and the client cannot agree.
+
+    Decided once per request (the limits, the deadline and the handler all ask): kept on the exchange.
+    """
+    decided = ex.task_decision
+    if decided is None:
+        try:
+            decided = _decide(tool, params, ex)
+        except ProtocolError as exc:
+            decided = exc
+        ex.task_decision = decided
+    if isinstance(decided, ProtocolError):
+        raise decided
+    return decided
+
+
+def _decide(tool: Tool, params: dict[str, Any], ex: Exchange) -> bool:
     if ex.stateless:
         if declared(ex):
             return tool.task_support is not None  # the server decides; a legacy ``task`` param changes nothing

@@ -118,10 +118,13 @@ async def post(
         if incoming is None:
             return empty_answer(202)
         message, revision, target = incoming
+        message.size = len(body)
         return Run(message, None, revision, True, target)
     handshake = await dispatch.handshake_post(server, payload, version, session_id, caller, run_batched)
     session = handshake.session
     if handshake.request is not None:
+        if not isinstance(payload, list):
+            handshake.request.size = len(body)
         return Run(handshake.request, session, session.revision)
     if handshake.body is None:
         return empty_answer(202)

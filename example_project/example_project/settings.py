@@ -111,6 +111,9 @@ DJANGO_MCP = {
         "for the whole catalogue as CSV or JSON (a long job: run it as a task when you can). "
         "Books are also readable as resources at library://books/{book_id}; library://stats holds the totals."
     ),
+    # Where browsers reach this site (e.g. "https://library.example.com"): the book card's MCP App then loads the
+    # ext-apps bridge from here once instead of carrying it in each ui:// page (docs/apps.md). Unset: inlined.
+    "PUBLIC_URL": os.environ.get("MCP_PUBLIC_URL") or None,
 }
 
 # django-oauth-toolkit configured for MCP (PKCE S256, DCR, RFC 8707 audiences, refresh rotation).

@@ -71,6 +71,7 @@ def start_oauth_server(
     cwd: Path = ROOT,
     setup: str | None = SETUP.format(password=PASSWORD),
     db: str | None = None,
+    port: int | None = None,
     **env: str,
 ) -> OAuthServer:
     """A live daphne serving an OAuth project: the test project by default, any project by its settings.
@@ -78,7 +79,7 @@ def start_oauth_server(
     ``setup`` (Python run in the project's shell) creates the users; ``env`` adds to the server environment.
     """
     environ = server_env(tmp, db=db, settings=settings, **env)  # on PostgreSQL, a fresh database of its own
-    live = start_server(environ, tmp / "daphne.log", app=app, cwd=cwd)
+    live = start_server(environ, tmp / "daphne.log", app=app, cwd=cwd, port=port)
     server = OAuthServer(live)
     if setup is not None:
         server.shell(setup)
@@ -90,7 +91,9 @@ EXAMPLE = ROOT / "example_project"
 EXAMPLE_USER = ("reader", "library-demo")
 
 
-def start_example_server(tmp: Path, app: str = "example_project.asgi:application", **env: str) -> OAuthServer:
+def start_example_server(
+    tmp: Path, app: str = "example_project.asgi:application", port: int | None = None, **env: str
+) -> OAuthServer:
     """The example lending library (``example_project.settings``, OAuth on) on a fresh SQLite file.
 
     Served from its own directory the way ``make demo`` serves it; ``demo_setup`` creates the reader.
@@ -104,6 +107,7 @@ def start_example_server(tmp: Path, app: str = "example_project.asgi:application
         db="sqlite",  # the example project knows only SQLite
         PYTHONPATH=os.pathsep.join((str(EXAMPLE), str(ROOT))),
         DJANGO_DB_PATH=str(tmp / "example.sqlite3"),
+        port=port,
         **env,
     )
     server.live.manage("demo_setup")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -62,16 +61,6 @@ def call(name: str, rid: Any, progress: bool = False, **arguments: Any) -> dict[
     if progress:
         params["_meta"] = {"progressToken": f"p{rid}"}
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-
-
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of an SSE body (priming events without data skipped)."""
-    out = []
-    for block in text.split("\n\n"):
-        data = "".join(line[5:].strip() for line in block.splitlines() if line.startswith("data:"))
-        if data:
-            out.append(json.loads(data))
-    return out
 
 
 def health(server: LiveServer) -> httpx.Response:

@@ -30,8 +30,9 @@ import httpx
 import pytest
 
 from tests.conftest import LiveServer, log_problem, server_env
+from tests.support.raw import sse_messages
 
-from .ops import call, health, initialize, session_headers, sse_messages, start_documented
+from .ops import call, health, initialize, session_headers, start_documented
 
 pytestmark = pytest.mark.production
 

@@ -34,7 +34,9 @@ function proxyReady(frame) {
 }
 
 // Render the app of `name` and hand it a call's input and result, as a host does after the model called the tool.
-async function show(name, args) {
+// `options.undeclare`: an origin taken out of the resource's resourceDomains before the sandbox builds its CSP (as
+// if the server had not declared it); `options.timeout`: ms to wait for the app to initialize (then an error).
+async function show(name, args, options = {}) {
   const mcp = await connected();
   const { tools } = await mcp.listTools();
   const tool = tools.find((t) => t.name === name);
@@ -43,6 +45,10 @@ async function show(name, args) {
   const content = read.contents.find((c) => c.mimeType === MIME);
   const listing = (await mcp.listResources()).resources.find((r) => r.uri === uri);
   const ui = content._meta?.ui ?? listing?._meta?.ui ?? {};
+  let csp = ui.csp;
+  if (options.undeclare && csp?.resourceDomains) {
+    csp = { ...csp, resourceDomains: csp.resourceDomains.filter((d) => d !== options.undeclare) };
+  }
   const frame = document.createElement("iframe");
   frame.id = `app-${name}`;
   frame.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
@@ -58,12 +64,15 @@ async function show(name, args) {
   const initialized = new Promise((resolve) => { bridge.oninitialized = resolve; });
   bridge.onsizechange = ({ height }) => { if (height) frame.style.height = `${height + 4}px`; };
   await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
-  await bridge.sendSandboxResourceReady({ html: content.text, csp: ui.csp, permissions: ui.permissions });
-  await initialized;
+  await bridge.sendSandboxResourceReady({ html: content.text, csp, permissions: ui.permissions });
+  const timeout = new Promise((_, reject) => {
+    setTimeout(() => reject(new Error(`the app of ${name} did not initialize`)), options.timeout ?? 30000);
+  });
+  await Promise.race([initialized, timeout]);
   const result = await mcp.callTool({ name, arguments: args });
   await bridge.sendToolInput({ arguments: args });
   await bridge.sendToolResult(result);
-  return { uri, ui, tool: tool._meta, result };
+  return { uri, ui, tool: tool._meta, result, size: new TextEncoder().encode(content.text).length };
 }
 
 async function call(name, args) {
