@@ -53,6 +53,9 @@ class DjangoMCPConfig(AppConfig):
         _app_dirs[:] = [Path(config.path) for config in apps.get_app_configs()]
         autoreload_started.connect(watch_mcp_modules, dispatch_uid="django_mcp.watch_mcp_modules")
         autodiscover_modules("mcp", register_to=site)
+        from . import skills  # reason: as above
+
+        skills.autodiscover(site)  # after the mcp modules: a skill they declare in code wins over a folder's
 
 
 #: Every installed app's folder, recorded by ``ready()`` before the apps' ``mcp`` modules are imported.
@@ -71,6 +74,13 @@ def watch_mcp_modules(sender: Any, **kwargs: Any) -> None:
         sender.watch_dir(root, "mcp.py")
         if (root / "mcp").is_dir():
             sender.watch_dir(root / "mcp", "**/*.py")
+        if (root / "skills").is_dir():  # a skill's files are read once: an edit restarts the server
+            sender.watch_dir(root / "skills", "**/*")
+    from .conf import mcp_settings  # reason: settings are read once they are configured
+
+    for folder in mcp_settings.SKILL_DIRS:
+        if Path(folder).is_dir():
+            sender.watch_dir(Path(folder), "**/*")
 
 
 def runs_task_worker(argv: list[str]) -> bool:

@@ -3,7 +3,7 @@
 A request a browser makes (``GET``/``HEAD`` accepting ``text/html`` without an MCP session, or a
 form ``POST``) gets a page in the admin's look instead of the MCP endpoint's answers: the server,
 its revisions, auth and extensions, and for the signed-in Django user the tools, resources,
-templates and prompts they may use (title, description, annotations, task mode, schemas), with a
+templates, prompts and skills they may use (title, description, annotations, task mode, schemas), with a
 form to call a tool, read a resource or render a prompt as that user. The JSON-RPC request and
 response of what the form did are shown as they went through the one door (``Call.transport``
 "browser": the same scope, permission, kill switch, rate limit and audit as any call).
@@ -223,6 +223,7 @@ async def _context(request: HttpRequest, server: MCPServer, user: Any) -> dict[s
     resources = await _all(server, "resources/list", "resources", caller)
     templates = await _all(server, "resources/templates/list", "resourceTemplates", caller)
     prompts = await _all(server, "prompts/list", "prompts", caller)
+    skills = await _all(server, "skills/list", "skills", caller) if server.skills else []
     discover, _status = await call(server, rpc("server/discover"), caller)
     info = server.server_info()
     return {
@@ -239,6 +240,7 @@ async def _context(request: HttpRequest, server: MCPServer, user: Any) -> dict[s
         "resources": resources,
         "templates": templates,
         "prompts": [_prompt(p) for p in prompts],
+        "skills": skills,
         **_admin_look(),
     }
 

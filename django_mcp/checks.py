@@ -17,8 +17,10 @@ from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from . import skills
 from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting, mcp_settings
 from .operations import strict, telemetry
+from .protocol import skills as skill_rules
 from .server import MCPServer, site
 from .server import servers as task_servers
 from .tasks import framework
@@ -487,6 +489,48 @@ def check_access_rules(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     if SETTINGS["REQUIRE_ACCESS_RULES"].problem(mcp_settings.REQUIRE_ACCESS_RULES) is not None:
         return []  # E181 reports the value itself
     return strict.errors(project_servers())
+
+
+#: What to do about each rule a skill can break (``SkillError.rule``).
+_SKILL_HINTS = {
+    "frontmatter": "Start SKILL.md with a YAML block between two '---' lines: name: ..., description: ...",
+    "name": "Give the frontmatter name: the skill's folder name (1-64 lowercase letters, digits and hyphens).",
+    "path": "Name skill folders and paths with letters, digits, '.', '_', '~' or '-'.",
+    "description": "Say in the frontmatter's description what the skill does and when to use it (1-1024 chars).",
+    "metadata": "Make metadata a mapping, without keys under io.modelcontextprotocol/ (reserved for MCP).",
+    "limits": f"Keep a skill to {skill_rules.MAX_FILES} files and 16 MiB; move large assets elsewhere.",
+    "files": "Keep a skill's files inside its folder: no links out of it, regular files only.",
+    "manifest": "Put a UTF-8 SKILL.md at the root of the skill's folder.",
+    "template": "Fix the template the skill's SKILL.md is rendered from.",
+    "meta": "Prefix _meta keys: io.modelcontextprotocol.skills/<key> (or your own reverse domain).",
+}
+
+
+@register(Tags.compatibility)
+def check_skills(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``E251``: each skill that breaks a rule of the Skills extension, naming its file and the rule.
+
+    Covers the skills folders of the apps and of ``SKILL_DIRS`` and the skills each project server
+    declares in code. Such a skill is not served (the rest are).
+    """
+    if SETTINGS["SKILL_DIRS"].problem(mcp_settings.SKILL_DIRS) is not None:
+        return []  # E250 reports the value itself
+    found = [(str(folder), exc) for folder, exc in skills.skipped]
+    for server in project_servers():
+        for skill in server.skills.values():
+            try:
+                skill.load()
+            except skill_rules.SkillError as exc:
+                found.append((skill.where(exc), exc))
+    return [
+        Error(
+            f"Skill {where}: {exc} (rule: {exc.rule}).",
+            hint=_SKILL_HINTS.get(exc.rule),
+            obj="skills",
+            id="django_mcp.E251",
+        )
+        for where, exc in found
+    ]
 
 
 def project_servers() -> list[Any]:

@@ -14,6 +14,7 @@ itself never validates: a wrong value is reported by ``manage.py check``, not on
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -138,6 +139,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
+    SKILL_DIRS: Sequence[str | os.PathLike[str]]
     PUBLIC_URL: str | None
 
 
@@ -728,6 +730,14 @@ SETTINGS: dict[str, Setting] = {
         lambda v: v in ("staff", "superuser", False),
         default="staff",
     ),
+    # Folders of skills besides the apps' own ``skills/`` (each child folder with a SKILL.md is one skill).
+    "SKILL_DIRS": Setting(
+        "django_mcp.E250",
+        "a list of folders (strings or paths)",
+        _SEQUENCE,
+        lambda v: all(isinstance(d, (str, os.PathLike)) and d for d in v),
+        default=[],
+    ),
     # Where browsers reach this site ("https://books.example.com"): MCP App pages then load the ext-apps bridge
     # from <PUBLIC_URL><ENDPOINT>apps/ (served once, cached) and declare its origin in their CSP; None: every
     # ui:// page inlines the bridge (about 240 KB each). Pages are rendered with no request, hence a setting.
@@ -852,6 +862,7 @@ class MCPSettings:
     AUDIT_MAX_PAYLOAD_BYTES: int | None
     SERVER_CARD: bool | Mapping[str, Any]
     BROWSABLE_ENDPOINT: Literal["staff", "superuser", False]
+    SKILL_DIRS: Sequence[str | os.PathLike[str]]
     PUBLIC_URL: str | None
 
     def __init__(self) -> None:

@@ -28,6 +28,7 @@ from .engine import UNSET, Exchange, Outlet, engine, negotiate_initialize
 from .exceptions import Refused
 from .middleware import Call, CallNext, Refusal
 from .protocol import headers, jsonrpc
+from .protocol import skills as skill_rules
 from .protocol.jsonrpc import ProtocolError
 from .protocol.validation import validate_notification, validate_request
 from .protocol.versions import BATCH_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
@@ -187,7 +188,10 @@ async def _enter(ex: Exchange, caller: Caller) -> dict[str, Any] | None:
     if caller.auth is not None:
         check_scopes(ex, caller)
     request = ex.request
-    if not task_methods.unvalidated(request.method, ex.revision, ex.stateless):
+    # The extensions' methods are in no schema: their handlers check their params.
+    if request.method not in skill_rules.METHODS and not task_methods.unvalidated(
+        request.method, ex.revision, ex.stateless
+    ):
         try:
             validate_request(request.method, ex.revision, request.params)
         except ProtocolError as exc:

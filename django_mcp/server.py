@@ -28,11 +28,15 @@ from .context import LOG_LEVELS, Context
 from .exceptions import BeginTask, InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
 from .prompts import Prompt
 from .protocol import cursor, extensions
+from .protocol import skills as skill_rules
 from .protocol.jsonrpc import ProtocolError
 from .protocol.uri_template import URITemplate
 from .protocol.versions import ALL_REVISIONS, at_least
 from .resources import Completer, Resource, ResourceTemplate
 from .routing import hub, long_lived
+from .skills import HANDLERS as SKILL_HANDLERS
+from .skills import Skill, from_folder, from_template, from_text
+from .skills import target as skill_target
 from .sync import drop_shared_connections, in_user_pool
 from .tools import TaskSupport, Tool
 from .unavailable import database_error
@@ -46,7 +50,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str, Any]]]
 
 CACHEABLE = frozenset(
-    {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read", "server/discover"}
+    {
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "resources/read",
+        "server/discover",
+        "skills/list",
+        "skills/get",
+    }
 )
 
 
@@ -108,17 +121,19 @@ class MCPServer:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
+        #: Its skills, by the URI of their ``SKILL.md`` (``skill(...)``; ``django_mcp.site`` also the apps' own).
+        self.skills: dict[str, Skill] = {}
         #: This server's own handlers (``method``), before ``hooks.methods`` and the defaults.
         self._handlers: dict[str, Handler] = {}
 
     @property
     def _registry(self) -> tuple[dict[str, Any], ...]:
         """Snapshot used by ``autodiscover_modules`` to roll back a failed ``mcp.py`` import."""
-        return (dict(self.tools), dict(self.resources), dict(self.templates), dict(self.prompts))
+        return (dict(self.tools), dict(self.resources), dict(self.templates), dict(self.prompts), dict(self.skills))
 
     @_registry.setter
     def _registry(self, value: tuple[dict[str, Any], ...]) -> None:
-        self.tools, self.resources, self.templates, self.prompts = (dict(v) for v in value)
+        self.tools, self.resources, self.templates, self.prompts, self.skills = (dict(v) for v in value)
 
     # -- identity ------------------------------------------------------------------
     @property
@@ -188,6 +203,8 @@ class MCPServer:
             found[hooks.tasks.extension] = {}
         if self.has_ui_tools and (stateless or extensions.declared(client_capabilities, extensions.UI) is not None):
             found[extensions.UI] = {}
+        if self.skills:  # new methods only, nothing changes for a client that knows none: declared to every client
+            found[skill_rules.EXTENSION] = {"directoryRead": True}
         return found
 
     def tool(
@@ -348,6 +365,55 @@ class MCPServer:
 
         return register
 
+    def add_skill(self, skill: Skill) -> Skill:
+        """Serve ``skill``: its entry in ``skills/list`` and its files as resources (``SKILL.md`` listed)."""
+        self._check_new(self.skills, skill.uri, "Skill")
+        self._check_new(self.resources, skill.manifest.uri, "Resource")
+        self._check_new(self.templates, skill.files.uri, "Resource template")
+        self.skills[skill.uri] = skill
+        self.resources[skill.manifest.uri] = skill.manifest
+        self.templates[skill.files.uri] = skill.files
+        return skill
+
+    def skill(
+        self,
+        path: str,
+        *,
+        folder: str | Any = None,
+        text: str | None = None,
+        template: str | None = None,
+        context: dict[str, Any] | None = None,
+        files: dict[str, bytes | str] | None = None,
+        meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
+        permissions: Sequence[str] = (),
+        check: Check | None = None,
+        audit: AuditPolicy = REDACTED,
+    ) -> Skill:
+        """Serve a skill at ``skill://<path>/SKILL.md``, from a ``folder``, a ``text`` or a Django ``template``.
+
+        ``template`` is rendered once, when the skill is first needed, with ``context``; ``files`` adds
+        the other files of a ``text`` or ``template`` skill (path -> content). The last segment of ``path``
+        is the skill's name, which its frontmatter's ``name`` must equal. ``scopes``, ``permissions`` and
+        ``check`` decide who sees it, as for a tool (docs/skills.md).
+        """
+        if sum(x is not None for x in (folder, text, template)) != 1:
+            raise ImproperlyConfigured(f"Skill {path!r}: give exactly one of folder=, text= or template=")
+        options: dict[str, Any] = dict(
+            meta=meta, scopes=list(scopes), permissions=list(permissions), check=check, audit=audit
+        )
+        try:
+            if folder is not None:
+                made = from_folder(folder, path, **options)
+            elif text is not None:
+                made = from_text(path, text, files, **options)
+            else:
+                assert template is not None
+                made = from_template(path, template, context, files, **options)
+        except skill_rules.SkillError as exc:
+            raise ImproperlyConfigured(f"Skill {path!r}: {exc}") from None
+        return self.add_skill(made)
+
     def add_prompt(self, prompt: Prompt) -> Prompt:
         self._check_new(self.prompts, prompt.name, "Prompt")
         self.prompts[prompt.name] = prompt
@@ -444,6 +510,8 @@ class MCPServer:
         if method == "prompts/get":
             name = params.get("name")
             return self.prompts.get(name) if isinstance(name, str) else None
+        if method in skill_rules.METHODS:
+            return skill_target(self, method, params)
         if method in ("resources/read", "resources/subscribe"):
             uri = params.get("uri")
             if isinstance(uri, str):
@@ -782,6 +850,7 @@ DEFAULT_HANDLERS: dict[str, Handler] = {
     "prompts/list": _list_prompts,
     "prompts/get": _get_prompt,
     "completion/complete": _complete,
+    **SKILL_HANDLERS,
 }
 
 _MAKERS_NEED = {"view": "django_mcp.view_tools", "drf": "Django REST framework: pip install django-mcp-toolkit[drf]"}

@@ -62,6 +62,15 @@ def greet(name: str) -> str:
     return f"Hello {name}"
 
 
+server.skill("notes-guide", text="---\nname: notes-guide\ndescription: How to keep notes.\n---\nCall read_note.\n")
+server.skill(
+    "purging",
+    text="---\nname: purging\ndescription: How to purge users.\n---\nCall purge.\n",
+    files={"steps/ONE.md": "first"},
+    permissions=["auth.delete_user"],
+)
+
+
 urlpatterns = [path("admin/", admin.site.urls), re_path(r"^mcp/?$", mcp_view_for(server, wsgi=True))]
 HTML = {"HTTP_ACCEPT": "text/html,application/xhtml+xml"}
 
@@ -186,6 +195,20 @@ def test_staff_see_the_server_and_only_what_they_may_use() -> None:
     assert "csrftoken" in page.cookies
     admin_page = signed_in(staff("root", "delete_user")).get("/mcp/", **HTML).content.decode()
     assert 'id="tool-purge"' in admin_page and "destructiveHint" in admin_page
+
+
+def test_staff_see_the_skills_they_may_use_and_read_their_files() -> None:
+    ops = signed_in(staff("ops"))
+    text = ops.get("/mcp/", **HTML).content.decode()
+    assert 'id="skills"' in text and "skill://notes-guide/SKILL.md" in text and "How to keep notes." in text
+    assert "skill://purging" not in text and "How to purge users." not in text
+    root = signed_in(staff("root", "delete_user"))
+    text = root.get("/mcp/", **HTML).content.decode()
+    assert "skill://purging/SKILL.md" in text and "skill://purging/steps/ONE.md" in text
+    _, read = exchange(post(root, form_token(root), action="resources/read", uri="skill://purging/steps/ONE.md"))
+    assert read["result"]["contents"][0]["text"] == "first"
+    _, refused = exchange(post(ops, form_token(ops), action="resources/read", uri="skill://purging/steps/ONE.md"))
+    assert refused["error"]["code"] == -32602  # not ops's: as if it did not exist
 
 
 # -- its forms, through the one door ---------------------------------------------------------------------------

@@ -193,6 +193,7 @@ BAD: dict[str, list[Any]] = {
     "AUDIT_MAX_PAYLOAD_BYTES": [0, 1023, "64k", True],
     "SERVER_CARD": [None, "on", {"tools": []}],
     "BROWSABLE_ENDPOINT": [True, "everyone", None],
+    "SKILL_DIRS": ["skills", [""], [None], [3]],
     "PUBLIC_URL": [
         "books.example.com",
         "ftp://books.example.com",
@@ -264,6 +265,7 @@ GOOD: dict[str, list[Any]] = {
     "AUDIT_MAX_PAYLOAD_BYTES": [None, 1024, 1_000_000],
     "SERVER_CARD": [False, {}, {"name": "com.example/library", "description": "Books", "icons": []}],
     "BROWSABLE_ENDPOINT": [False, "superuser"],
+    "SKILL_DIRS": [[], ["skills"], (Path("skills"),)],
     "PUBLIC_URL": [None, "https://books.example.com", "http://127.0.0.1:8000/", "https://example.com/library"],
     "AUTHENTICATION_CLASSES": [[], ("rest_framework.authentication.TokenAuthentication",)],
     "TOKEN_SCOPES": [None, lambda user, auth: None, "django_mcp.auth.authenticators.token_scopes"],

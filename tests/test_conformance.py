@@ -131,6 +131,22 @@ class Suite:
             self.runs[revision] = run
         return self.runs[revision]
 
+    def scenario(self, name: str, revision: str) -> tuple[list[dict[str, Any]], str]:
+        """One scenario the requirement sets do not list (an extension's), at ``revision``: its checks and output."""
+        results = self.tmp / f"{name}-{revision}"
+        command = [
+            str(NODE), str(SUITE), "server",
+            "--url", self.server.url,
+            "--scenario", name,
+            "--spec-version", revision,
+            "--force",  # an extension's scenario is on no revision's timeline: run at this one all the same
+            "--timeout", str(SCENARIO_TIMEOUT_MS),
+            "-o", str(results),
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=self.tmp)
+        checks = [c for f in results.glob("server-*/checks.json") for c in json.loads(f.read_text())]
+        return checks, done.stdout + done.stderr
+
 
 def serve_suite(
     tmp_path_factory: pytest.TempPathFactory, name: str, start: Callable[[Path], LiveServer], task_workers: int = 2
@@ -187,6 +203,30 @@ def test_scenario(suite: Suite, revision: str, scenario: str) -> None:
     passing = PASSING | {"SKIPPED"} if (revision, scenario) in SUITE_CHECKS_NOTHING else PASSING
     bad = [c for c in checks if c["status"] not in passing]
     assert not bad, f"{revision} {scenario}:\n{_describe(checks)}"
+
+
+#: The Skills extension's scenarios (SEP-2640): listed by the suite, in no requirement set, so run one by one.
+SKILLS_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
+
+
+def check_skills_scenario(suite: Suite, revision: str, scenario: str) -> None:
+    """Every check of the scenario passes; SKIPPED only for what the revision does not define (cache attributes)."""
+    checks, output = suite.scenario(scenario, revision)
+    assert checks, f"{scenario!r} ran no checks:\n{output[-4000:]}"
+    not_in_revision = {"sep-2640-skills-list-cache-attributes", "sep-2640-skills-get-cache-attributes"}
+    bad = [
+        c
+        for c in checks
+        if c["status"] not in PASSING
+        and not (c["status"] == "SKIPPED" and revision < "2026-07-28" and c["id"] in not_in_revision)
+    ]
+    assert not bad, f"{revision} {scenario}:\n{_describe(checks)}"
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("scenario", SKILLS_SCENARIOS)
+def test_skills_scenario(suite: Suite, revision: str, scenario: str) -> None:
+    check_skills_scenario(suite, revision, scenario)
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

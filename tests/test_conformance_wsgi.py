@@ -19,10 +19,12 @@ import pytest
 from tests.conftest import LiveServer, server_env
 from tests.test_conformance import (
     REVISIONS,
+    SKILLS_SCENARIOS,
     SUITE_CHECKS_NOTHING,
     Suite,
     _describe,
     _suite_available,
+    check_skills_scenario,
     scenario_params,
     serve_suite,
     server_scenarios,
@@ -71,6 +73,13 @@ def test_scenario(suite: Suite, revision: str, scenario: str) -> None:
     passing = {"SUCCESS", "INFO", "SKIPPED"} if skips else {"SUCCESS", "INFO"}
     bad = [c for c in checks if c["status"] not in passing]
     assert not bad, f"{revision} {scenario}:\n{_describe(checks)}"
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+@pytest.mark.parametrize("scenario", SKILLS_SCENARIOS)
+def test_skills_scenario(suite: Suite, revision: str, scenario: str) -> None:
+    """The Skills extension's scenarios: nothing in them needs a held stream."""
+    check_skills_scenario(suite, revision, scenario)
 
 
 def test_held_stream_list_is_current() -> None:

@@ -12,6 +12,7 @@ desk loan of book 6 to "Maria Lopez" (loan 1) and one of book 3 to "Jun Park" (l
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -108,6 +109,74 @@ async def active_loan(example: tuple[OAuthServer, dict[str, str]], loan_id: int)
     async with connect(example, "librarian") as desk:
         text = (await desk.read_resource(f"django://library/loan/{loan_id}")).contents[0].text  # type: ignore[union-attr]
     return json.loads(text)["returned"] is None
+
+
+async def skills_request(c: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A Skills extension request through the SDK's session (the SDK has no skills helpers)."""
+    from mcp import types
+    from pydantic import TypeAdapter
+
+    request = types.Request[dict[str, Any], str](method=method, params=params)
+    return await c.session.send_request(request, TypeAdapter(dict[str, Any]))
+
+
+async def skills_error(c: Client, method: str, params: dict[str, Any]) -> int:
+    with pytest.raises(MCPError) as caught:
+        await skills_request(c, method, params)
+    return caught.value.code
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_sdk_reads_the_skills_each_role_may_use(
+    example: tuple[OAuthServer, dict[str, str]], mode: str
+) -> None:
+    """Two users on two OAuth clients, both eras: the member sees the lending skill, staff the desk's too; a
+    skill not one's own is absent whichever way it is asked for, and no URI reaches past a skill's files."""
+    server, tokens = example
+    seen: dict[str, list[str]] = {}
+    for who in ("reader", "librarian"):  # the phone app's member, the desk app's staff
+        async with bearer_client(server.url, tokens[who], mode=mode) as c:
+            assert c.server_capabilities.extensions["io.modelcontextprotocol/skills"] == {"directoryRead": True}
+            entries = (await skills_request(c, "skills/list", {}))["skills"]
+            seen[who] = [e["uri"] for e in entries]
+            for entry in entries:  # a host's verification: each file's bytes have the listed digest and size
+                for item in entry["resources"]:
+                    (content,) = (await c.read_resource(item["uri"])).contents
+                    data = content.text.encode()  # type: ignore[union-attr]
+                    assert item["digest"] == "sha256:" + hashlib.sha256(data).hexdigest(), item
+                    assert item["size"] == len(data)
+            lending = next(e for e in entries if e["uri"] == "skill://lending/SKILL.md")
+            assert lending["frontmatter"]["name"] == "lending"
+            text = (await c.read_resource("skill://lending/SKILL.md")).contents[0].text  # type: ignore[union-attr]
+            assert all(tool in text for tool in ("search_books", "lend_book", "return_book"))
+            root = await skills_request(c, "resources/directory/read", {"uri": "skill://lending"})
+            assert {r["name"]: r["mimeType"] for r in root["resources"]} == {
+                "SKILL.md": "text/markdown",
+                "references": "inode/directory",
+            }
+            for uri in (
+                "skill://lending/../library/desk/SKILL.md",
+                "skill://lending/references/..%2F..%2F..%2Fsettings.py",
+                "skill://lending/%2e%2e/%2e%2e/manage.py",
+                "skill://lending/references/RULES.md/..",
+            ):
+                with pytest.raises(MCPError):
+                    await c.read_resource(uri)
+    assert seen == {
+        "reader": ["skill://lending/SKILL.md"],
+        "librarian": ["skill://library/desk/SKILL.md", "skill://lending/SKILL.md"],
+    }
+    async with bearer_client(server.url, tokens["reader"], mode=mode) as c:  # the desk skill is not the member's
+        assert await skills_error(c, "skills/get", {"uri": "skill://library/desk/SKILL.md"}) == -32602
+        assert await skills_error(c, "resources/directory/read", {"uri": "skill://library/desk"}) == -32602
+        with pytest.raises(MCPError):
+            await c.read_resource("skill://library/desk/SKILL.md")
+        assert "skill://library/desk/SKILL.md" not in [str(r.uri) for r in (await c.list_resources()).resources]
+    async with bearer_client(server.url, tokens["librarian"], mode=mode) as c:
+        desk = (await skills_request(c, "skills/get", {"uri": "skill://library/desk/SKILL.md"}))["skill"]
+        assert desk["frontmatter"]["name"] == "desk"
+        text = (await c.read_resource("skill://library/desk/SKILL.md")).contents[0].text  # type: ignore[union-attr]
+        assert "- `lend_book`: Lend a book" in text  # rendered from its template with the registered tools
 
 
 async def test_tools_each_role_sees(example: tuple[OAuthServer, dict[str, str]]) -> None:

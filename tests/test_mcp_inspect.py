@@ -63,3 +63,20 @@ def test_bad_options(users_server: LiveServer) -> None:
     with pytest.raises(subprocess.CalledProcessError) as err:
         users_server.manage("mcp_inspect", "--server", "tests.drfapp.models.Item")
     assert "not an MCPServer instance" in err.value.stderr
+
+
+def test_skills_are_listed(users_server: LiveServer) -> None:
+    """The fixture server's skill: its skills/list entry in JSON, a row in the table."""
+    fixture = "tests.conformance.fixtures.server"
+    data = inspect_json(users_server, "--server", fixture)
+    (entry,) = data["skills"]  # type: ignore[misc]
+    assert entry["uri"] == "skill://conformance-guide/SKILL.md"
+    assert [r["uri"] for r in entry["resources"]] == [
+        "skill://conformance-guide/SKILL.md",
+        "skill://conformance-guide/references/CHECKLIST.md",
+    ]
+    out = users_server.manage("mcp_inspect", "--server", fixture)
+    assert "Skills (1)" in out
+    skills = out.split("Skills (1)")[1].splitlines()
+    row = next(line for line in skills if line.startswith("skill://conformance-guide/SKILL.md "))
+    assert " 2 " in row and "Walk through the fixture server" in row

@@ -22,7 +22,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ..conf import mcp_settings
 from ..server import MCPServer
+from ..skills import SkillFiles, SkillManifest
 from .switches import LABELS, registered
+
+#: A skill is named once, by its path: its SKILL.md and its files carry the skill's rules.
+_LABELS = {**LABELS, "skill": "Skill"}
 
 
 def offenders(servers: Iterable[MCPServer]) -> list[tuple[MCPServer, str, str]]:
@@ -30,8 +34,11 @@ def offenders(servers: Iterable[MCPServer]) -> list[tuple[MCPServer, str, str]]:
     found: list[tuple[MCPServer, str, str]] = []
     for server in servers:
         for (kind, name), obj in registered([server]):
-            if not obj.declares_access():
-                found.append((server, kind, name))
+            if isinstance(obj, SkillFiles) or obj.declares_access():
+                continue
+            if isinstance(obj, SkillManifest):
+                kind, name = "skill", obj.skill.path
+            found.append((server, kind, name))
     return found
 
 
@@ -40,6 +47,7 @@ _WHERE = {
     "prompt": "@site.prompt(...)",
     "resource": '@site.resource("...", ...)',
     "template": '@site.resource("...", ...)',
+    "skill": 'site.skill("<path>", folder=...) (a skill found in an app folder is declared so to give it rules)',
 }
 
 
@@ -57,7 +65,7 @@ def errors(servers: Iterable[MCPServer]) -> list[Any]:
         return []
     return [
         Error(
-            f"{LABELS[kind]} {name!r} declares no access rule (scopes=, permissions= or check=), and "
+            f"{_LABELS[kind]} {name!r} declares no access rule (scopes=, permissions= or check=), and "
             "REQUIRE_ACCESS_RULES is on.",
             hint=_hint(kind),
             obj=f"MCP server {server.name!r}",

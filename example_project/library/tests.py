@@ -150,3 +150,20 @@ def test_export_catalogue(mcp_client: MCPTestClient, demo: None) -> None:
     assert export.resource.mime_type == "application/json"  # type: ignore[union-attr]
     assert [book["id"] for book in books] == list(Book.objects.order_by("pk").values_list("pk", flat=True))
     assert books[0]["author"] == Book.objects.select_related("author").get(pk=books[0]["id"]).author.name
+
+
+def test_skills(mcp_client: MCPTestClient, member: User, librarian: User) -> None:
+    """The lending skill is everyone's; the desk's, rendered with the registered tools, is for staff."""
+    mcp_client.force_authenticate(member)
+    listed = mcp_client.request("skills/list")["skills"]
+    assert [skill["uri"] for skill in listed] == ["skill://lending/SKILL.md"]
+    assert listed[0]["frontmatter"]["name"] == "lending"
+    lending = mcp_client.read_resource("skill://lending/SKILL.md").contents[0]
+    assert "search_books" in lending.text and "references/RULES.md" in lending.text  # type: ignore[union-attr]
+    with pytest.raises(MCPClientError):
+        mcp_client.request("skills/get", {"uri": "skill://library/desk/SKILL.md"})
+    mcp_client.force_authenticate(librarian)
+    desk = mcp_client.request("skills/get", {"uri": "skill://library/desk/SKILL.md"})["skill"]
+    assert desk["frontmatter"]["name"] == "desk"
+    page = mcp_client.read_resource("skill://library/desk/SKILL.md").contents[0]
+    assert "- `return_book`: Return a book" in page.text  # type: ignore[union-attr]

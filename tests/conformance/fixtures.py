@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -529,3 +530,7 @@ async def test_tool_with_task(ctx: Context) -> str:
     answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
     await ctx.begin_task()
     return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+# The Skills extension (SEP-2640): a skill with a subfolder, for the suite's sep-2640-* scenarios.
+server.skill("conformance-guide", folder=Path(__file__).parent / "skills" / "conformance-guide")

@@ -2,7 +2,7 @@
 
 The JSON form holds the exact definitions clients receive from ``tools/list``,
 ``resources/list``, ``resources/templates/list`` and ``prompts/list`` (newest
-revision), so it can be diffed in CI. ``--user`` shows what one user may see
+revision), and the ``skills/list`` entries, so it can be diffed in CI. ``--user`` shows what one user may see
 (Django permissions, ``check`` callables, DRF permission classes; OAuth scopes
 need a token and are only listed).
 """
@@ -16,6 +16,7 @@ from asgiref.sync import async_to_sync
 from django.core.management.base import BaseCommand, CommandParser
 
 from ...context import Context, Runtime
+from ...protocol.skills import SkillError
 from ...server import MCPServer
 from ..users import active_user
 from .mcp_stdio import Command as StdioCommand
@@ -68,6 +69,18 @@ def _access(obj: Any) -> str:
     return ", ".join(parts) or "-"
 
 
+def _skill_row(skill: Any) -> list[str]:
+    """A skill's row; one that breaks a rule says so (it is not served)."""
+    if not skill.loads():
+        try:
+            skill.load()
+        except SkillError as exc:
+            return [skill.uri, "-", "-", _access(skill), _short(f"NOT SERVED ({exc.rule}): {exc}")]
+    files = skill.load()
+    size = sum(f.size for f in files.values())
+    return [skill.uri, str(len(files)), str(size), _access(skill), _short(skill.description)]
+
+
 def _task_mode(tool: Any) -> str:
     """How the tool runs as an MCP task: ``optional``, ``required``, or ``-`` (never: it answers in the request)."""
     return str(tool.task_support or "-")
@@ -82,7 +95,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 class Command(BaseCommand):
-    help = "Print the tools, resources, resource templates and prompts an MCP server exposes (table or JSON)."
+    help = "Print the tools, resources, resource templates, prompts and skills an MCP server exposes (table or JSON)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--server", metavar="DOTTED.PATH", help="An MCPServer instance instead of django_mcp.site.")
@@ -100,6 +113,7 @@ class Command(BaseCommand):
             if server.instructions:
                 data["instructions"] = server.instructions
             data.update({kind: [o.definition() for o in objects[kind]] for kind in KINDS})
+            data["skills"] = [s.entry() for s in objects["skills"] if s.loads()]
             self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str))
             return
         self.stdout.write(self.render(server, objects))
@@ -110,6 +124,7 @@ class Command(BaseCommand):
             "resources": list(server.resources.values()),
             "resourceTemplates": list(server.templates.values()),
             "prompts": list(server.prompts.values()),
+            "skills": list(server.skills.values()),
         }
         if not filtered:
             return everything
@@ -172,6 +187,15 @@ class Command(BaseCommand):
                     ]
                     for d, p in prompts
                 ],
+            ),
+        ]
+        skills = objects["skills"]
+        out += [
+            "",
+            f"Skills ({len(skills)})",
+            _table(
+                ["URI", "FILES", "BYTES", "ACCESS", "DESCRIPTION"],
+                [_skill_row(s) for s in skills],
             ),
         ]
         return "\n".join(out)

@@ -1,3 +1,3 @@
 """What the library exposes over MCP, one module per kind (autodiscovered as ``library.mcp``)."""
 
-from . import api, prompts, resources, tools  # noqa: F401
+from . import api, prompts, resources, skills, tools  # noqa: F401
