@@ -185,12 +185,13 @@ bench-deps: venv
 	$(BIN)/python -c "import uvloop, httptools" 2>/dev/null || $(BIN)/uv pip install -q --python $(BIN)/python -r pyproject.toml --extra bench
 
 # Every speed target of the project, each printed PASS or FAIL; exits 1 if one fails (after running them all).
-bench: venv bench-deps
+bench: venv bench-deps browser
 	status=0; \
 	$(BIN)/python benchmarks/run.py --uvloop || status=1; \
 	$(BIN)/python benchmarks/operations.py || status=1; \
 	$(BIN)/python benchmarks/wsgi_peers.py --only ours-wsgi,django-mcpz,django-view,bare-wsgi --client wrk || status=1; \
 	$(BIN)/python benchmarks/drf_tool.py || status=1; \
+	$(BIN)/python benchmarks/deploy_stack.py || status=1; \
 	exit $$status
 
 # A DRF view as an MCP tool against the same view (example project, PostgreSQL, OAuth; 1 worker, 2 behind nginx).
