@@ -400,7 +400,8 @@ async def tampered_idp_url(site: Site, page: Any, param: str) -> str:
     split = urlsplit(location)
     query = {k: v[0] for k, v in parse_qs(split.query).items()}
     assert param in query
-    query[param] = "x" + query[param][1:]
+    value = query[param]
+    query[param] = ("y" if value[0] == "x" else "x") + value[1:]  # changed, whatever its first character was
     return urlunsplit(split._replace(query=urlencode(query)))
 
 

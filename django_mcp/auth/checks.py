@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import FieldDoesNotExist
 from django.shortcuts import resolve_url
 from django.template import TemplateDoesNotExist, TemplateSyntaxError
 from django.template.loader import get_template
@@ -289,8 +290,7 @@ def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
 
 
 def _check_user_field(field: Any) -> list[Any]:
-    from django.contrib.auth import get_user_model
-    from django.core.exceptions import FieldDoesNotExist
+    from django.contrib.auth import get_user_model  # reason: the user model is known once apps are loaded
 
     if not isinstance(field, str) or not field:
         return []  # None: the username field; a wrong type is E285
