@@ -10,7 +10,7 @@ CONFORMANCE_VERSION := 0.2.0-alpha.12
 EXT_APPS_VERSION := 2.0.4
 # oidc-provider: a real OpenID Provider for the identity tests (the OIDC login; JWT access tokens, tests/idp/).
 NODE_PACKAGES := @modelcontextprotocol/ext-apps@$(EXT_APPS_VERSION) @modelcontextprotocol/client@2.4.0 zod@4.6.7 esbuild@0.28.2 \
-	oidc-provider@9.13.3
+	oidc-provider@9.13.3 jose@6.2.18
 PORT ?= 8765
 DEMO_PORT ?= 8000
 # Bytecode is cached, outside the work tree: every server, worker and `manage.py` process the suite starts (hundreds)
@@ -129,7 +129,7 @@ pg-redis: venv node browser
 # Django's version: they run on 5.2, on SQLite and on PostgreSQL + Redis. So do the production fault tests and the conformance runs.
 LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands drf_tools engine_security \
 	example_project example_project_client hot_path limits listen_access mcp_clients_endpoint mcp_inspect \
-	model_resources oauth_attacks oauth_flow oauth_introspection oauth_oidc_login oauth_security oauth_swapped perf_paths \
+	model_resources id_jag oauth_attacks oauth_flow oauth_introspection oauth_oidc_login oauth_security oauth_swapped perf_paths \
 	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
 	audit_live limits_live switches_live telemetry large_project jwt_resource_server
 DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)

@@ -96,6 +96,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     JWT_ROLE_SCOPES: Mapping[str, Sequence[str]]
     JWT_KEYS_MIN_REFRESH: float
     JWT_KEYS_MAX_AGE: float
+    IDJAG_ISSUERS: Sequence[str]
     REGISTRATION_MAX_BODY_SIZE: int
     REGISTRATION_MAX_REDIRECT_URIS: int
     REGISTRATION_MAX_URI_LENGTH: int
@@ -548,6 +549,16 @@ SETTINGS: dict[str, Setting] = {
     # and the most seconds keys are kept before they are fetched again.
     "JWT_KEYS_MIN_REFRESH": _seconds("django_mcp.E289", default=60),
     "JWT_KEYS_MAX_AGE": _seconds("django_mcp.E290", default=3600),
+    # -- Enterprise-managed authorization (identity assertion grants, ID-JAG; docs/auth.md) --
+    # The company identity providers whose ID-JAGs the token endpoint exchanges for access tokens
+    # (RFC 7523 jwt-bearer grant); keys from each one's metadata. Empty: the grant is not offered.
+    "IDJAG_ISSUERS": Setting(
+        "django_mcp.E293",
+        'a list of issuer URLs, such as ["https://login.example.com"] (https, or http on loopback)',
+        _SEQUENCE,
+        lambda v: all(isinstance(u, str) and _issuer_url(u) for u in v),
+        default=[],
+    ),
     # Dynamic client registration (RFC 7591/7592) limits: body bytes (413 above), redirect URIs per client,
     # characters per redirect URI, and bytes of JSON in metadata fields RFC 7591 does not define (400 above).
     "REGISTRATION_MAX_BODY_SIZE": _int("django_mcp.E135", default=16 * 1024),
@@ -819,6 +830,7 @@ class MCPSettings:
     JWT_ROLE_SCOPES: Mapping[str, Sequence[str]]
     JWT_KEYS_MIN_REFRESH: float
     JWT_KEYS_MAX_AGE: float
+    IDJAG_ISSUERS: Sequence[str]
     REGISTRATION_MAX_BODY_SIZE: int
     REGISTRATION_MAX_REDIRECT_URIS: int
     REGISTRATION_MAX_URI_LENGTH: int

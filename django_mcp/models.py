@@ -141,6 +141,24 @@ class SpentAuthorizationCode(models.Model):
         verbose_name_plural = _("spent authorization codes")
 
 
+class SpentAssertion(models.Model):
+    """An identity assertion (ID-JAG) already exchanged for a token: its ``jti`` is refused until it expires.
+
+    draft-ietf-oauth-identity-assertion-authz-grant, RFC 7523 §3: a ``jti`` is used once. Kept in the
+    database, which every worker shares (a per-process cache would let a replay through another
+    worker); only a checksum of issuer and ``jti``, and the row goes once the assertion has expired.
+    """
+
+    checksum = models.CharField(max_length=64, unique=True)
+    expires = models.DateTimeField(db_index=True)
+
+    objects: ClassVar[models.Manager[SpentAssertion]] = models.Manager()
+
+    class Meta:
+        verbose_name = _("spent identity assertion")
+        verbose_name_plural = _("spent identity assertions")
+
+
 class MCPTask(models.Model):
     """A task-augmented ``tools/call``: its caller, its state and, once ended, its result or error.
 

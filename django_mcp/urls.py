@@ -53,11 +53,12 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
         RegistrationManagementView,
         RegistrationView,
     )
+    from .auth.token_endpoint import ServerMetadataView, TokenView  # reason: as above
 
     patterns: list[Any] = [
         path(
             ".well-known/oauth-authorization-server",
-            dot.OAuthServerMetadataView.as_view(),
+            ServerMetadataView.as_view(),
             name="oauth-server-metadata",
         ),
         path(
@@ -71,7 +72,7 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
             name="oauth-resource-metadata-path",
         ),
         path(f"{prefix}authorize/", AuthorizationView.as_view(), name="authorize"),
-        path(f"{prefix}token/", dot.TokenView.as_view(), name="token"),
+        path(f"{prefix}token/", TokenView.as_view(), name="token"),
         path(f"{prefix}revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
         path(f"{prefix}introspect/", dot.IntrospectTokenView.as_view(), name="introspect"),
         path(f"{prefix}register/", RegistrationView.as_view(), name="dcr-register"),

@@ -254,7 +254,7 @@ def _check_login_template(view: Any) -> list[Any]:
 
 @register(Tags.compatibility)
 def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """``E291``-``E292``, ``W280``-``W281``: JWT access tokens from an external authorization server.
+    """``E291``-``E292``, ``E294``, ``W280``-``W281``: tokens or identity assertions from an external server.
 
     The value of each ``JWT_*`` key is checked by ``django_mcp.checks.check_settings`` (``E280``-``E290``);
     these are the combinations that cannot work.
@@ -263,7 +263,7 @@ def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     if not isinstance(user, dict):
         return []
     issuer = user.get("JWT_ISSUER")
-    errors: list[Any] = []
+    errors: list[Any] = _check_id_jag(user)
     if not issuer:
         if user.get("JWT_JWKS_URI") or user.get("JWT_ROLE_SCOPES"):
             errors.append(
@@ -286,6 +286,23 @@ def check_jwt(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         )
     errors.extend(_check_user_field(user.get("JWT_USER_FIELD")))
     errors.extend(_check_role_scopes(user.get("JWT_ROLE_SCOPES")))
+    return errors
+
+
+def _check_id_jag(user: dict[str, Any]) -> list[Any]:
+    """``E294``: ID-JAGs are accepted by django-oauth-toolkit's token endpoint, so they need ``AUTH = "oauth"``."""
+    if user.get("IDJAG_ISSUERS") and mcp_settings.AUTH != "oauth":
+        return [
+            Error(
+                "DJANGO_MCP['IDJAG_ISSUERS'] is set but AUTH is not 'oauth': no token endpoint accepts the "
+                "identity assertions, and the MCP endpoint checks no token.",
+                hint="Set DJANGO_MCP['AUTH'] = 'oauth' (docs/auth.md, \"Enterprise-managed authorization\").",
+                id="django_mcp.E294",
+            )
+        ]
+    errors: list[Any] = []
+    if user.get("IDJAG_ISSUERS"):
+        errors.extend(_check_user_field(user.get("JWT_USER_FIELD")) if not user.get("JWT_ISSUER") else [])
     return errors
 
 

@@ -1,4 +1,4 @@
-"""The signing keys of the external authorization server (``JWT_ISSUER``), fetched and kept per process.
+"""The signing keys of a trusted issuer (``JWT_ISSUER``, each of ``IDJAG_ISSUERS``), fetched and kept per process.
 
 The keys come from the issuer's own metadata (RFC 8414, then OpenID Connect discovery), whose
 ``issuer`` must be the configured one exactly (RFC 8414 §3.3) and whose ``jwks_uri`` must be on
@@ -89,8 +89,8 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
 
 
 def jwks_uri(issuer: str) -> str:
-    """The key set's URL: ``JWT_JWKS_URI``, else the ``jwks_uri`` of the issuer's metadata (same origin)."""
-    if mcp_settings.JWT_JWKS_URI:
+    """The key set's URL: ``JWT_JWKS_URI`` (for ``JWT_ISSUER``), else the issuer's metadata ``jwks_uri`` (same origin)."""
+    if mcp_settings.JWT_JWKS_URI and issuer == mcp_settings.JWT_ISSUER:
         return str(mcp_settings.JWT_JWKS_URI)
     for url in metadata_urls(issuer):
         try:
@@ -133,32 +133,37 @@ class _Cache:
 
 
 _lock = threading.Lock()
-_cache: _Cache | None = None
-#: time.monotonic() of a failed first fetch: none again before ``JWT_KEYS_MIN_REFRESH`` has passed.
-_failed: float | None = None
+#: The keys of each issuer, by issuer.
+_caches: dict[str, _Cache] = {}
+#: time.monotonic() of a failed first fetch, by issuer: none again before ``JWT_KEYS_MIN_REFRESH`` has passed.
+_failed: dict[str, float] = {}
 
 
 def _refresh(issuer: str) -> _Cache:
-    global _cache, _failed
     now = time.monotonic()
-    if _cache is None and _failed is not None and now - _failed < mcp_settings.JWT_KEYS_MIN_REFRESH:
-        raise KeysUnavailable(retry_after=math.ceil(mcp_settings.JWT_KEYS_MIN_REFRESH - (now - _failed)))
+    cache, failed = _caches.get(issuer), _failed.get(issuer)
+    if cache is None and failed is not None and now - failed < mcp_settings.JWT_KEYS_MIN_REFRESH:
+        raise KeysUnavailable(retry_after=math.ceil(mcp_settings.JWT_KEYS_MIN_REFRESH - (now - failed)))
     try:
         keys = _parse(fetch_json(jwks_uri(issuer)))
     except KeysUnavailable:
-        if _cache is not None:  # keep serving the keys we have; try again after the minimum interval
-            _cache.fetched = now
-            return _cache
-        _failed = now
+        if cache is not None:  # keep serving the keys we have; try again after the minimum interval
+            cache.fetched = now
+            return cache
+        _failed[issuer] = now
         raise
-    _cache, _failed = _Cache(keys, now), None
-    return _cache
+    _caches[issuer] = cache = _Cache(keys, now)
+    _failed.pop(issuer, None)
+    return cache
 
 
 def signing_key(issuer: str, kid: str) -> jwk.JWK | None:
-    """The issuer's key ``kid``: from the cache, else after a fetch the rate bound allows; None if unknown."""
+    """The issuer's key ``kid``: from the cache, else after a fetch the rate bound allows; None if unknown.
+
+    ``issuer`` must be a configured one (``JWT_ISSUER`` or one of ``IDJAG_ISSUERS``): it is fetched.
+    """
     with _lock:  # one fetch at a time: concurrent requests with the same new kid wait for it
-        cache = _cache
+        cache = _caches.get(issuer)
         now = time.monotonic()
         if cache is None or now - cache.fetched > mcp_settings.JWT_KEYS_MAX_AGE:
             cache = _refresh(issuer)
@@ -169,9 +174,9 @@ def signing_key(issuer: str, kid: str) -> jwk.JWK | None:
 
 def forget() -> None:
     """Drop the cached keys (settings changed, or a test)."""
-    global _cache, _failed
     with _lock:
-        _cache = _failed = None
+        _caches.clear()
+        _failed.clear()
 
 
 def _reset(*, setting: str, **kwargs: Any) -> None:

@@ -87,38 +87,46 @@ def verify(token: str, endpoint_url: str) -> Verified:
 
 
 def _verified_claims(token: str, issuer: str) -> dict[str, Any]:
+    return verified_claims(token, issuer, ACCESS_TOKEN_TYPES, "access token", typ_required=False)
+
+
+def verified_claims(token: str, issuer: str, types: frozenset[str], what: str, *, typ_required: bool) -> dict[str, Any]:
+    """The claims of ``token`` once its algorithm, ``typ`` and signature by ``issuer``'s key check; else ``TokenRefused``.
+
+    ``issuer`` must be a configured one: its keys are fetched. ``what`` names the JWT in the messages.
+    """
     if len(token) > MAX_TOKEN:
-        raise TokenRefused("The access token is too long.")
+        raise TokenRefused(f"The {what} is too long.")
     header = _segment(token, 0)
     if not isinstance(header, dict):
-        raise TokenRefused("The access token is not a signed JWT.")
+        raise TokenRefused(f"The {what} is not a signed JWT.")
     alg = header.get("alg")
     if alg not in mcp_settings.JWT_ALGORITHMS or alg not in JWT_ASYMMETRIC_ALGORITHMS:
-        raise TokenRefused("The access token's signature algorithm is not accepted.")
+        raise TokenRefused(f"The {what}'s signature algorithm is not accepted.")
     typ = header.get("typ")
-    if typ is not None and (not isinstance(typ, str) or typ.lower() not in ACCESS_TOKEN_TYPES):
-        raise TokenRefused("The JWT is not an access token (typ).")
+    if (typ is None and typ_required) or (typ is not None and (not isinstance(typ, str) or typ.lower() not in types)):
+        raise TokenRefused(f"The JWT is not an {what} (typ).")
     kid = header.get("kid", "")
     if not isinstance(kid, str) or len(kid) > MAX_CLAIM:
-        raise TokenRefused("The access token's key id is malformed.")
+        raise TokenRefused(f"The {what}'s key id is malformed.")
     key = jwks.signing_key(issuer, kid)
     if key is None:
-        raise TokenRefused("The access token is signed with a key the issuer does not publish.")
+        raise TokenRefused(f"The {what} is signed with a key the issuer does not publish.")
     if key.get("alg") not in (None, alg):  # a key published for one algorithm verifies no other (RFC 8725 §3.1)
-        raise TokenRefused("The access token's algorithm is not its key's.")
+        raise TokenRefused(f"The {what}'s algorithm is not its key's.")
     signed = jws.JWS()
     try:
         signed.deserialize(token)
         signed.allowed_algs = [alg]
         signed.verify(key)
     except Exception as exc:  # jwcrypto raises several types; each is a bad signature here
-        raise TokenRefused("The access token's signature is invalid.") from exc
+        raise TokenRefused(f"The {what}'s signature is invalid.") from exc
     try:
         claims = json.loads(signed.payload)
     except ValueError as exc:
-        raise TokenRefused("The access token's claims are not JSON.") from exc
+        raise TokenRefused(f"The {what}'s claims are not JSON.") from exc
     if not isinstance(claims, dict):
-        raise TokenRefused("The access token's claims are not a JSON object.")
+        raise TokenRefused(f"The {what}'s claims are not a JSON object.")
     return claims
 
 
@@ -181,7 +189,7 @@ def user_field() -> str:
     return str(mcp_settings.JWT_USER_FIELD or get_user_model().USERNAME_FIELD)
 
 
-def find_user(claims: dict[str, Any]) -> Any:
+def find_user(claims: dict[str, Any], what: str = "access token") -> Any:
     """The one active Django user the token names (``JWT_USER_CLAIM`` = ``JWT_USER_FIELD``), or ``TokenRefused``.
 
     An email is matched without regard to case; two users matching (colliding emails) is a refusal,
@@ -190,19 +198,19 @@ def find_user(claims: dict[str, Any]) -> Any:
     claim = mcp_settings.JWT_USER_CLAIM
     value = claims.get(claim)
     if not isinstance(value, str) or not value or len(value) > MAX_CLAIM:
-        raise TokenRefused(f"The access token names no user ({claim}).")
+        raise TokenRefused(f"The {what} names no user ({claim}).")
     model, field = get_user_model(), user_field()
     lookup = {f"{field}__iexact" if field == "email" else field: value}
     found = list(model._default_manager.filter(**lookup)[:2])
     if len(found) > 1:
-        raise TokenRefused(f"The access token's {claim} matches more than one user.")
+        raise TokenRefused(f"The {what}'s {claim} matches more than one user.")
     if not found:
         if not mcp_settings.JWT_CREATE_USERS:
-            raise TokenRefused(f"The access token's {claim} matches no user of this site.")
+            raise TokenRefused(f"The {what}'s {claim} matches no user of this site.")
         found = [_create_user(model, field, value, lookup)]
     user = found[0]
     if not getattr(user, "is_active", True):
-        raise TokenRefused("The access token's user is inactive.")
+        raise TokenRefused(f"The {what}'s user is inactive.")
     return user
 
 
@@ -218,4 +226,13 @@ def _create_user(model: Any, field: str, value: str, lookup: dict[str, str]) -> 
         return model._default_manager.get(**lookup)
 
 
-__all__ = ["TokenRefused", "Verified", "claims_issuer", "find_user", "granted_scopes", "token_scopes", "verify"]
+__all__ = [
+    "TokenRefused",
+    "Verified",
+    "claims_issuer",
+    "find_user",
+    "granted_scopes",
+    "token_scopes",
+    "verified_claims",
+    "verify",
+]

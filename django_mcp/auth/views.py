@@ -23,7 +23,6 @@ from oauth2_provider.views import (
     DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
     OAuthProtectedResourceMetadataView,
-    OAuthServerMetadataView,
 )
 
 from ..conf import mcp_settings
@@ -31,6 +30,7 @@ from ..models import MCPClient
 from ..writelock import write_transaction
 from . import initial_tokens
 from .group_scopes import permitted_scopes
+from .token_endpoint import ServerMetadataView
 from .ratelimit import registration_retry_after
 from .registration import OPEN_GRANT_TYPES, TRUSTED_GRANT_TYPES, Refusal, check_metadata
 
@@ -72,7 +72,7 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):  # type
         )
 
 
-class IssuerPathMetadataView(OAuthServerMetadataView):  # type: ignore[misc]
+class IssuerPathMetadataView(ServerMetadataView):
     """RFC 8414 metadata at ``<issuer>/.well-known/openid-configuration``, for a site under a prefix without OIDC.
 
     For an issuer with a path (``https://host/plugins/mcp``) that URL is the only one of the MCP spec's
