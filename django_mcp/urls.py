@@ -46,6 +46,7 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
     from oauth2_provider import views as dot  # reason: DOT's views import its models (only with it installed)
     from oauth2_provider.settings import oauth2_settings  # reason: as above
 
+    from .auth.token_endpoint import ServerMetadataView, TokenView  # reason: as above
     from .auth.views import (  # reason: as above (they subclass DOT's views)
         AuthorizationView,
         IssuerPathMetadataView,
@@ -53,7 +54,6 @@ def oauth_patterns(prefix: str = "oauth/") -> list[Any]:
         RegistrationManagementView,
         RegistrationView,
     )
-    from .auth.token_endpoint import ServerMetadataView, TokenView  # reason: as above
 
     patterns: list[Any] = [
         path(

@@ -212,8 +212,9 @@ async def call(servers: Servers, token: str, tool: str, **arguments: Any) -> Any
 
 def leaves(error: BaseException) -> list[BaseException]:
     """The exceptions inside (nested) exception groups."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    inner = getattr(error, "exceptions", None)  # an (anyio) exception group
+    if isinstance(inner, (list, tuple)):
+        return [leaf for each in inner for leaf in leaves(each)]
     return [error]
 
 
@@ -329,6 +330,9 @@ def test_id_jag_for_another_audience_or_resource_is_refused(live: Servers) -> No
     assert "(aud)" in refused(exchange(live, other_as))
     other_rs = live.idp.id_jag("alice", "agent-one", live.issuer, "https://other.example/mcp/")
     assert "another resource" in refused(exchange(live, other_rs))
+    unbound = claims(live)
+    del unbound["resource"]  # required by the MCP profile
+    assert "(resource)" in refused(exchange(live, forge(live.idp.key, unbound)))
 
 
 def test_expired_or_future_id_jag_is_refused(live: Servers) -> None:
@@ -347,6 +351,7 @@ def test_expired_or_future_id_jag_is_refused(live: Servers) -> None:
 def test_untrusted_issuer_is_refused_without_a_fetch(live: Servers) -> None:
     stranger = live.stranger.id_jag("alice", "agent-one", live.issuer, live.server.url)
     assert "trusted" in refused(exchange(live, stranger))
+    assert not [line for line in live.stranger.lines if line.startswith("FETCH")]  # its keys were never asked for
     # A stranger's assertion naming the trusted issuer fails its signature check.
     posing = forge(live.stranger.key, claims(live))
     assert "signed" in refused(exchange(live, posing)) or "signature" in refused(exchange(live, posing))

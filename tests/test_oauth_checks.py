@@ -178,6 +178,31 @@ def test_jwt_settings_values_are_checked() -> None:
         assert sorted(e.id for e in check_settings()) == ["django_mcp.E280", "django_mcp.E282", "django_mcp.E283"]
 
 
+# -- Identity assertions from company IdPs (E293, E294) -------------------------------------------------
+
+IDJAG = {"IDJAG_ISSUERS": ["https://login.example.com"]}
+
+
+def test_idjag_clean_configuration() -> None:
+    assert jwt_ids(**OAUTH, **IDJAG) == []
+    with override_settings(DJANGO_MCP={**OAUTH, **IDJAG}):
+        assert [e.id for e in check_settings()] == []
+
+
+def test_e294_idjag_without_oauth() -> None:
+    assert jwt_ids(AUTH="none", **IDJAG) == ["django_mcp.E294"]
+
+
+def test_idjag_user_field_is_checked_without_jwt_issuer() -> None:
+    assert jwt_ids(**OAUTH, **IDJAG, JWT_USER_FIELD="mail") == ["django_mcp.E292"]
+
+
+def test_e293_idjag_issuers_value() -> None:
+    for bad in (["http://login.example.com"], "https://login.example.com", ["https://login.example.com/#x"]):
+        with override_settings(DJANGO_MCP={**OAUTH, "IDJAG_ISSUERS": bad}):
+            assert [e.id for e in check_settings()] == ["django_mcp.E293"], bad
+
+
 # -- SCOPE_GROUPS: W260-W261, and the narrowing itself ---------------------------------------------------
 
 

@@ -10,7 +10,7 @@ policy decided. An assertion is accepted when, in this order:
   unverified ``iss`` one of ``IDJAG_ISSUERS`` (nothing else is ever fetched) and its signature that
   issuer's published key (``jwks.py``, jwcrypto);
 - ``aud`` is this authorization server's issuer, ``exp`` and ``iat`` present and sound (``JWT_LEEWAY``),
-  ``client_id`` the authenticated client, ``resource`` (when present) this MCP endpoint;
+  ``client_id`` the authenticated client, ``resource`` this MCP endpoint, ``sub`` present;
 - its ``jti`` was never exchanged before (``SpentAssertion``, in the database every worker shares);
 - ``JWT_USER_CLAIM`` names one active Django user (``jwt_tokens.find_user``).
 
@@ -23,7 +23,8 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Any
 
 from django.db import IntegrityError
@@ -91,9 +92,12 @@ def _check(claims: dict[str, Any], issuer: str, our_issuer: str, client_id: str,
         raise AssertionRefused(f"The {WHAT} is issued in the future (iat).")
     if claims.get("client_id") != client_id:
         raise AssertionRefused(f"The {WHAT} is for another client (client_id).")
-    resources = _strings(claims.get("resource"))
-    if resources is not None and not audience_accepted(resources, endpoint_url):
-        raise AssertionRefused(f"The {WHAT} is for another resource.")
+    resources = _strings(claims.get("resource"))  # required by the MCP profile (enterprise-managed-authorization §4.3)
+    if not resources or not audience_accepted(resources, endpoint_url):
+        raise AssertionRefused(f"The {WHAT} is for another resource, or names none (resource).")
+    subject = claims.get("sub")
+    if not isinstance(subject, str) or not subject:
+        raise AssertionRefused(f"The {WHAT} has no subject (sub).")
     jti = claims.get("jti")
     if not isinstance(jti, str) or not jti or len(jti) > MAX_CLAIM:
         raise AssertionRefused(f"The {WHAT} has no jti.")
@@ -103,7 +107,7 @@ def _check(claims: dict[str, Any], issuer: str, our_issuer: str, client_id: str,
 def spend(issuer: str, jti: str, expires: float) -> None:
     """Record ``jti`` as used until ``expires`` (plus the leeway); ``AssertionRefused`` if it already was."""
     checksum = hashlib.sha256(f"{issuer}\0{jti}".encode()).hexdigest()
-    until = datetime.fromtimestamp(expires + float(mcp_settings.JWT_LEEWAY), tz=UTC)
+    until = datetime.fromtimestamp(expires + float(mcp_settings.JWT_LEEWAY), tz=dt_timezone.utc)
     try:
         with write_transaction(SpentAssertion.objects.db):
             SpentAssertion.objects.filter(expires__lt=timezone.now()).delete()  # past their expiry: harmless

@@ -89,7 +89,7 @@ def _origin(url: str) -> tuple[str, str | None, int | None]:
 
 
 def jwks_uri(issuer: str) -> str:
-    """The key set's URL: ``JWT_JWKS_URI`` (for ``JWT_ISSUER``), else the issuer's metadata ``jwks_uri`` (same origin)."""
+    """The key set's URL: ``JWT_JWKS_URI`` (for ``JWT_ISSUER``), else the metadata's ``jwks_uri`` (same origin)."""
     if mcp_settings.JWT_JWKS_URI and issuer == mcp_settings.JWT_ISSUER:
         return str(mcp_settings.JWT_JWKS_URI)
     for url in metadata_urls(issuer):

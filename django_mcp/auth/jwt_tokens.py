@@ -91,7 +91,7 @@ def _verified_claims(token: str, issuer: str) -> dict[str, Any]:
 
 
 def verified_claims(token: str, issuer: str, types: frozenset[str], what: str, *, typ_required: bool) -> dict[str, Any]:
-    """The claims of ``token`` once its algorithm, ``typ`` and signature by ``issuer``'s key check; else ``TokenRefused``.
+    """The claims of ``token`` once its algorithm, ``typ`` and ``issuer``'s signature check; else ``TokenRefused``.
 
     ``issuer`` must be a configured one: its keys are fetched. ``what`` names the JWT in the messages.
     """

@@ -14,11 +14,11 @@ from typing import Any
 
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from oauthlib.common import Request as OAuthRequest
 from oauth2_provider.scopes import get_scopes_backend
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import OAuthServerMetadataView
 from oauth2_provider.views import TokenView as DOTTokenView
+from oauthlib.common import Request as OAuthRequest
 
 from ..conf import mcp_settings
 from ..unavailable import Unavailable

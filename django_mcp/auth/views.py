@@ -30,9 +30,9 @@ from ..models import MCPClient
 from ..writelock import write_transaction
 from . import initial_tokens
 from .group_scopes import permitted_scopes
-from .token_endpoint import ServerMetadataView
 from .ratelimit import registration_retry_after
 from .registration import OPEN_GRANT_TYPES, TRUSTED_GRANT_TYPES, Refusal, check_metadata
+from .token_endpoint import ServerMetadataView
 
 
 class AuthorizationView(DOTAuthorizationView):  # type: ignore[misc]

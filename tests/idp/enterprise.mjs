@@ -105,6 +105,7 @@ async function exchange(req, params) {
 createServer(async (req, res) => {
   try {
     const path = new URL(req.url, issuer).pathname;
+    if (req.method === 'GET') console.log(`FETCH ${path}`); // the test counts who fetched what
     if (req.method === 'GET' && path === '/.well-known/oauth-authorization-server') {
       return send(res, 200, {
         issuer,
