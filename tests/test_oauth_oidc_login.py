@@ -41,6 +41,8 @@ OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "ind
 IDP_SCRIPT = ROOT / "tests" / "oidc" / "idp.mjs"
 RP_SECRET = "books-rp-secret-for-tests-only"
 PASSWORD = "company password 1"
+#: own_config: the sign-in, the groups and the scopes do not depend on the database or the layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
 
 #: The company directory: who exists at the IdP, and in which groups.
 PEOPLE: dict[str, dict[str, Any]] = {
