@@ -26,6 +26,8 @@ from django_mcp.skills import from_folder, read_folder
 from django_mcp.test import MCPClientError, MCPTestClient
 from tests.conftest import ROOT
 
+#: own_config: skills are files read once; neither the database nor the layer changes them (pg-redis skips it).
+pytestmark = pytest.mark.own_config
 REVISIONS = ("2025-11-25", "2026-07-28")
 
 LENDING = """---
