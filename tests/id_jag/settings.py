@@ -17,3 +17,7 @@ DJANGO_MCP = {
     "SCOPE_GROUPS": {"secret:read": ["librarians"]},
     "JWT_ALGORITHMS": ["RS256", "ES256"],
 }
+if os.environ.get("MCP_IDJAG_WSGI"):
+    # WSGI mode (gunicorn tests.oauth.wsgi): the same project and database schema, the endpoint as a view.
+    ROOT_URLCONF = "tests.oauth.urls_wsgi"
+    WSGI_APPLICATION = "tests.oauth.wsgi.application"
