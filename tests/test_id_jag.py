@@ -431,6 +431,7 @@ def test_bad_requests_are_oauth_errors(live: Servers) -> None:
 # -- WSGI mode -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.own_config  # the front end is what differs here; pg-redis runs the daphne tests (the replay store)
 async def test_wsgi_mode_exchanges_and_refuses_the_same_way(servers: Servers, tmp_path: Path) -> None:
     """gunicorn, two sync workers, the endpoint as a Django view: the exchange, a call as the user, and the
     refusals (a replay through the other worker, an ID-JAG made for the daphne server) as under daphne."""
