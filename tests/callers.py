@@ -39,3 +39,22 @@ def unique(prefix: str) -> str:
 
 def text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+#: What a host that renders MCP Apps declares (the UI extension, its page type).
+UI_EXTENSION = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+
+
+@asynccontextmanager
+async def ui_session(url: str, token: str) -> AsyncIterator[Any]:
+    """The official SDK's ``ClientSession`` as an apps host: the UI extension declared, ``token`` as its bearer
+    token, initialized (the handshake era)."""
+    from mcp.client.session import ClientSession
+
+    http = create_mcp_http_client(headers={"authorization": f"Bearer {token}"})
+    async with (
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=30, extensions=UI_EXTENSION) as session,
+    ):
+        await session.initialize()
+        yield session

@@ -25,11 +25,8 @@ import anyio
 import httpx
 import mcp_types as types
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.callers import bearer_client
+from tests.callers import bearer_client, ui_session
 from tests.conftest import ROOT, LiveServer, free_port, fresh_pg_database, need_service, spawn_server
 from tests.fresh_venv import fresh_venv, run
 from tests.task_client import Modern
@@ -248,13 +245,7 @@ def test_apps_card_through_the_sdk(served: tuple[LiveServer, dict[str, str]]) ->
     server, tokens = served
 
     async def drive() -> None:
-        http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens['alice']}"})
-        ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
-        async with (
-            streamable_http_client(server.url, http_client=http) as (read, write),
-            ClientSession(read, write, read_timeout_seconds=30, extensions=ui) as session,
-        ):
-            await session.initialize()
+        async with ui_session(server.url, tokens["alice"]) as session:
             tool = {t.name: t for t in (await session.list_tools()).tools}["book_details"]
             page_uri = tool.meta["ui"]["resourceUri"]
             page = (await session.read_resource(page_uri)).contents[0]

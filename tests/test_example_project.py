@@ -26,11 +26,9 @@ from typing import Any
 import httpx
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.callers import bearer_client
+from tests.callers import bearer_client, ui_session
 from tests.conftest import ROOT, free_port, start_task_worker
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
 from tests.test_browser_oauth import need_chromium
@@ -391,17 +389,9 @@ async def test_every_app_page_references_the_served_bridge_and_stays_small(
 ) -> None:
     """Every ``ui://`` resource of the project, read by the official SDK as a host would: at most 100 KB, its CSP
     naming the site (``PUBLIC_URL``), and the bridge it references served there with CORS."""
-    from mcp.client.session import ClientSession
-
     server, tokens = example
     base = server.url.removesuffix("/mcp/")
-    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens['reader']}"})
-    ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
-    async with (
-        streamable_http_client(server.url, http_client=http) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=30, extensions=ui) as session,
-    ):
-        await session.initialize()
+    async with ui_session(server.url, tokens["reader"]) as session:
         pages = [str(r.uri) for r in (await session.list_resources()).resources if str(r.uri).startswith("ui://")]
         assert len(pages) >= 3, pages  # book_details, lend_book, return_book
         sources = set()
@@ -421,16 +411,8 @@ async def test_every_app_page_references_the_served_bridge_and_stays_small(
 async def test_the_official_sdk_accepts_the_render_helpers(example: tuple[OAuthServer, dict[str, str]]) -> None:
     """The Python SDK validates structuredContent against each tool's outputSchema: a render helper returns a
     ``CallToolResult`` as it is, so it publishes none (its own schema would describe the envelope)."""
-    from mcp.client.session import ClientSession
-
     server, tokens = example
-    http = create_mcp_http_client(headers={"authorization": f"Bearer {tokens['reader']}"})
-    ui = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
-    async with (
-        streamable_http_client(server.url, http_client=http) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=30, extensions=ui) as session,
-    ):
-        await session.initialize()
+    async with ui_session(server.url, tokens["reader"]) as session:
         listed = {t.name: t for t in (await session.list_tools()).tools}
         helpers = [name for name in listed if name.endswith("__ui")]
         assert "book_details__ui" in helpers
