@@ -30,6 +30,7 @@ class DjangoMCPConfig(AppConfig):
             view_tools,  # noqa: F401  (site.register_view)
         )
         from .auth import checks as auth_checks  # noqa: F401  # reason: as above (registers the OAuth checks)
+        from .auth import token_cache  # reason: as above
         from .auth_clients import connect_signals  # reason: as above
         from .server import site  # reason: as above
         from .tasks import methods, store  # noqa: F401  # reason: as above (methods: tasks/* methods, task tools)
@@ -48,6 +49,7 @@ class DjangoMCPConfig(AppConfig):
             telemetry.install()
         self.site = site
         connect_signals(self)
+        token_cache.connect_signals()
         # Before importing the apps' mcp modules: one that fails to import is then watched all the same.
         # The folders are taken now: after a failed setup, runserver empties the app registry.
         _app_dirs[:] = [Path(config.path) for config in apps.get_app_configs()]

@@ -69,6 +69,8 @@ class DjangoMCPSettings(TypedDict, total=False):
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
     REQUIRE_AUDIENCE: bool
+    TOKEN_CACHE_MAX_AGE: float
+    TOKEN_CACHE_SIZE: int
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: str | TokenScopes | None
     SCOPE_GROUPS: Mapping[str, Sequence[str]]
@@ -433,6 +435,12 @@ SETTINGS: dict[str, Setting] = {
     "ALLOW_ANONYMOUS_REGISTRATION": _bool("django_mcp.E123", default=True),
     # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
     "REQUIRE_AUDIENCE": _bool("django_mcp.E124", default=True),
+    # Seconds a worker may answer a repeated OAuth access token from memory (no query, no thread) before it
+    # checks it again; 0 turns the cache off. Revocation, a disabled client or user reaches every worker at once
+    # over the channel layer: this bounds only a change whose broadcast was lost (docs/auth.md).
+    "TOKEN_CACHE_MAX_AGE": _seconds("django_mcp.E295", zero=True, default=10),
+    # Most verified tokens a worker keeps; past it the least recently used is dropped (and checked again).
+    "TOKEN_CACHE_SIZE": _int("django_mcp.E296", default=10000),
     # The project's own API tokens (docs/auth.md): DRF-style authentication classes tried on a bearer (or
     # their own keyword's) Authorization header that DOT does not accept; dotted paths or the classes.
     "AUTHENTICATION_CLASSES": Setting(
@@ -803,6 +811,8 @@ class MCPSettings:
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
     REQUIRE_AUDIENCE: bool
+    TOKEN_CACHE_MAX_AGE: float
+    TOKEN_CACHE_SIZE: int
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: TokenScopes | None  # imported on first access
     SCOPE_GROUPS: Mapping[str, Sequence[str]]

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.db import connection
 
+from .auth import token_cache
 from .conf import mcp_settings
 from .drain import RETRY_AFTER, drain
 from .routing import channel_layer
@@ -101,6 +102,7 @@ async def report() -> tuple[int, dict[str, Any]]:
         "checks": {"database": database, "channel_layer": layer},
         "worker": {
             "sessions_cached": len(store),
+            "tokens_cached": len(token_cache.cache),
             "open_streams": open_streams(),
             "requests_in_flight": drain.in_flight(),
         },

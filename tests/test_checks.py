@@ -125,6 +125,8 @@ BAD: dict[str, list[Any]] = {
     "SCOPES": [["mcp"], {"two words": "bad"}, {"": "empty"}, {"mcp": 5}],
     "ALLOW_ANONYMOUS_REGISTRATION": ["False"],
     "REQUIRE_AUDIENCE": [None],
+    "TOKEN_CACHE_MAX_AGE": [-1, "10", None],
+    "TOKEN_CACHE_SIZE": [0, -5, 1.5],
     "MAX_BATCH_SIZE": ["100", 0],
     "SHUTDOWN_GRACE": ["20", -1],
     "SHUTDOWN_QUIET": ["5", -0.5],

@@ -186,7 +186,7 @@ def test_health_follows_the_channel_layer(tmp_path: Path) -> None:
         assert ok.status_code == 200, ok.text
         body = ok.json()
         assert body["status"] == "ok" and body["checks"] == {"database": "ok", "channel_layer": "ok"}
-        assert set(body["worker"]) == {"sessions_cached", "open_streams", "requests_in_flight"}
+        assert set(body["worker"]) == {"sessions_cached", "tokens_cached", "open_streams", "requests_in_flight"}
         assert ok.headers["cache-control"] == "no-store"
         assert httpx.head(f"{server.base}/mcp/health").status_code == 200
         assert httpx.post(f"{server.base}/mcp/health").status_code == 405
