@@ -385,3 +385,17 @@ def test_a_client_disabled_and_a_users_tokens_revoked_by_command_are_refused_on_
     for worker in reversed(pair.workers):
         assert_refused(worker, tokens[("bob", "second")][1], "")
         assert works(worker, tokens[("alice", "second")][1])
+
+
+def test_a_long_max_age_is_warned_of() -> None:
+    """``W295``: a lost revocation broadcast would leave a token usable for the whole age."""
+    from django_mcp.auth.checks import check_token_cache
+
+    oauth = {**settings.DJANGO_MCP, "AUTH": "oauth"}
+    with override_settings(DJANGO_MCP={**oauth, "TOKEN_CACHE_MAX_AGE": 3600}):
+        assert [w.id for w in check_token_cache()] == ["django_mcp.W295"]
+    for age in (0, 10, 300):
+        with override_settings(DJANGO_MCP={**oauth, "TOKEN_CACHE_MAX_AGE": age}):
+            assert check_token_cache() == []
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "AUTH": "none", "TOKEN_CACHE_MAX_AGE": 3600}):
+        assert check_token_cache() == []
