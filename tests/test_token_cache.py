@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -223,6 +224,18 @@ async def test_a_check_under_way_when_a_change_is_heard_is_not_kept(queries: Que
     cache.drop(set(), {"nobody"}, set())  # a change heard meanwhile
     assert not cache.put("k", info, generation)
     assert cache.put("k", info, cache.generation)
+
+
+@inprocess
+async def test_project_tokens_and_jwts_are_never_kept(queries: Queries) -> None:
+    """Nothing this cache hears takes them back: a project's API token (``AUTHENTICATION_CLASSES``) or a JWT."""
+    value, token = await run_bookkeeping(make_token, "alice", "first")
+    oauth = await authenticate(*request(value))
+    project = AuthInfo(user=oauth.user, client_id="", scopes=oauth.scopes, token=token, authenticator="x.Auth")
+    jwt = AuthInfo(user=oauth.user, client_id="idp", scopes=oauth.scopes, token={"exp": time.time() + 60})
+    generation = cache.generation
+    assert not cache.put("project", project, generation) and not cache.put("jwt", jwt, generation)
+    assert "project" not in cache.keys() and "jwt" not in cache.keys()
 
 
 @inprocess

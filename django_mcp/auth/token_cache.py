@@ -141,6 +141,9 @@ class TokenCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def keys(self) -> list[str]:
+        return self._entries.keys()
+
     def _on_broadcast(self, payload: dict[str, Any]) -> None:
         kind = payload.get("kind")
         if kind == TOKENS_CHANGED:
