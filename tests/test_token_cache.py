@@ -34,10 +34,10 @@ from django.utils import timezone
 from django_mcp.auth import oauth2_provider_settings
 from django_mcp.auth.bearer import AuthInfo, authenticate
 from django_mcp.auth.challenge import Challenge
+from django_mcp.auth.clients import disable_clients
 from django_mcp.auth.token_cache import cache
-from django_mcp.auth_clients import disable_clients
-from django_mcp.routing import hub
-from django_mcp.sync import run_bookkeeping
+from django_mcp.runtime.sync_pool import run_bookkeeping
+from django_mcp.state.hub import hub
 from tests.conftest import LiveServer, need_service, start_server
 from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
 from tests.support.raw import Raw

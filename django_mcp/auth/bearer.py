@@ -27,14 +27,14 @@ from urllib.parse import parse_qs, urlsplit
 from django.core.handlers.asgi import ASGIRequest
 from django.core.signals import setting_changed
 
-from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
-from ..routing import hub
-from ..sync import run_bookkeeping
-from ..unavailable import Unavailable
+from ..runtime.sync_pool import run_bookkeeping
+from ..runtime.unavailable import Unavailable
+from ..state.hub import hub
 from . import authenticators, jwt_tokens, token_cache
 from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
+from .clients import is_client_disabled, service_user
 from .locations import protected_resource_metadata_path
 
 #: Why a token lacking a scope is refused: the same words over every transport.

@@ -37,11 +37,11 @@ from django.core.signals import setting_changed
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
-from ..auth_clients import CLIENTS_CHANGED
 from ..conf import mcp_settings
-from ..lru import LRU
 from ..models import MCPClient
-from ..routing import hub, long_lived
+from ..state.hub import hub, long_lived
+from ..state.lru import LRU
+from .clients import CLIENTS_CHANGED
 
 #: The broadcast kind of a change that may take back a verified token:
 #: ``{"kind": TOKENS_CHANGED, "tokens": [pk...], "users": [pk...], "clients": [client_id...]}``.
