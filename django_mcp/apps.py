@@ -30,7 +30,7 @@ class DjangoMCPConfig(AppConfig):
             view_tools,  # noqa: F401  (site.register_view)
         )
         from .auth import checks as auth_checks  # noqa: F401  # reason: as above (registers the OAuth checks)
-        from .auth_clients import connect_signals  # reason: as above
+        from .auth.clients import connect_signals  # reason: as above
         from .server import site  # reason: as above
         from .tasks import methods, store  # noqa: F401  # reason: as above (methods: tasks/* methods, task tools)
 
@@ -43,7 +43,7 @@ class DjangoMCPConfig(AppConfig):
 
             beat.start()
         if _telemetry_on():  # session ends and task links, in processes that serve no request too
-            from .operations import telemetry  # reason: as above; imports nothing of OpenTelemetry itself
+            from .telemetry import middleware as telemetry  # reason: as above; imports nothing of OpenTelemetry itself
 
             telemetry.install()
         self.site = site

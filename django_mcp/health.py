@@ -23,11 +23,11 @@ from typing import Any
 from django.db import connection
 
 from .conf import mcp_settings
-from .drain import RETRY_AFTER, drain
-from .routing import channel_layer
+from .runtime.drain import RETRY_AFTER, drain
+from .runtime.sync_pool import run_bookkeeping
 from .server import servers
-from .sessions import store
-from .sync import run_bookkeeping
+from .state.hub import channel_layer
+from .state.sessions import store
 from .tasks import framework
 from .tasks import store as task_store
 from .transports.base import open_streams

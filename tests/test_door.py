@@ -26,7 +26,7 @@ from django_mcp.exceptions import InvalidParams, MCPError, ToolError
 from django_mcp.models import MCPTask
 from django_mcp.tasks import EXTENSION, jobs
 from django_mcp.test import MCPClientError, MCPTestClient
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 
 server = MCPServer("door-tests")
 

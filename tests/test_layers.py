@@ -112,3 +112,24 @@ def test_imports_inside_functions_give_a_reason() -> None:
                 continue
             unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
     assert unexplained == [], "imports inside functions without a '# reason:' comment:\n" + "\n".join(unexplained)
+
+
+def test_contributing_layer_table_matches_the_contract() -> None:
+    """CONTRIBUTING.md's layer table is what a newcomer reads; the contract is what lint-imports enforces."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    contract = [{m.strip() for m in layer.replace("|", ":").split(":")} for layer in layers]
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    rows = re.findall(r"^\| (\d) [^|]*\| (.*) \|$", text[text.index("## Layers") :], flags=re.M)
+    assert [int(n) for n, _ in rows] == list(range(len(contract), 0, -1)), "one row per layer, top first"
+    table = []
+    for _, cell in rows:
+        # Each module in backticks, before its note in parentheses; `x/` is the package x.
+        names = re.findall(r"`([a-z0-9_.]+/?)`(?![^(]*\))", cell)
+        table.append({"django_mcp." + n.rstrip("/") for n in names})
+    for number, (written, enforced) in enumerate(zip(table, contract, strict=True)):
+        layer = len(contract) - number
+        assert written == enforced, (
+            f"layer {layer}: only in CONTRIBUTING.md {sorted(written - enforced)}, "
+            f"only in pyproject.toml {sorted(enforced - written)}"
+        )

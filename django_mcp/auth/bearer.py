@@ -27,12 +27,12 @@ from urllib.parse import parse_qs, urlsplit
 from django.core.handlers.asgi import ASGIRequest
 from django.core.signals import setting_changed
 
-from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
-from ..sync import run_bookkeeping
+from ..runtime.sync_pool import run_bookkeeping
 from . import authenticators, jwt_tokens
 from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
+from .clients import is_client_disabled, service_user
 from .locations import protected_resource_metadata_path
 
 #: Why a token lacking a scope is refused: the same words over every transport.

@@ -41,10 +41,10 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .conf import mcp_settings
-from .events import events
-from .protocol import jsonrpc
-from .unavailable import BackendUnavailable, Unavailable
+from ..conf import mcp_settings
+from ..protocol import jsonrpc
+from ..runtime.unavailable import BackendUnavailable, Unavailable
+from .event_store import events
 
 logger = logging.getLogger("django_mcp")
 
@@ -54,7 +54,7 @@ BROADCAST = "mcp.all"
 PROBE_INTERVAL = 1.0
 _PROBE = "probe"
 
-#: False while serving a request whose event loop ends with it (WSGI mode, ``django_mcp.views``):
+#: False while serving a request whose event loop ends with it (WSGI mode, ``django_mcp.transports.wsgi``):
 #: nothing may outlive the request there, so no hub is started (its receive loop would die with the
 #: loop), sessions are read from the database rather than a cache nobody keeps up to date, and
 #: nothing that needs a held stream is offered.
