@@ -39,9 +39,16 @@ from asgiref.sync import async_to_sync, iscoroutinefunction, sync_to_async
 from django.core.exceptions import MiddlewareNotUsed
 from django.utils.module_loading import import_string
 
+from . import access
 from .protocol import jsonrpc
+from .protocol.jsonrpc import ProtocolError
+from .runtime.engine import engine
+from .server import MCPServer, hooks
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from .exceptions import Refused
     from .runtime.engine import Exchange
 
 #: ``await call_next(call)``: the rest of the chain, then the engine; the response message or None.
@@ -58,8 +65,8 @@ class Call:
     """
 
     __slots__ = (
-        "address", "auth", "client_id", "exchange", "scope", "sealed", "started", "state", "task_id", "transport",
-        "user",
+        "address", "auth", "client_id", "exchange", "refused", "scope", "sealed", "started", "state", "task_id",
+        "transport", "user",
     )  # fmt: skip
 
     def __init__(
@@ -94,6 +101,9 @@ class Call:
         self.state: dict[str, Any] = {}
         #: Every middleware of the chain keeps replies as they are (``keeps_replies``): set by the door.
         self.sealed = False
+        #: The ``Refused`` an inner middleware or the door raised (a missing scope, a rate limit), else None.
+        #: The response ``call_next`` returned is its JSON-RPC error; the transport answers its status and headers.
+        self.refused: Refused | None = None
 
     @property
     def method(self) -> str:
@@ -145,6 +155,68 @@ class Call:
         value = params.get("uri") if self.exchange.method.startswith("resources/") else params.get("name")
         return value if isinstance(value, str) else None
 
+    @property
+    def server(self) -> MCPServer:
+        """The ``MCPServer`` (site) that serves the request."""
+        return self.exchange.server
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The request's ``params._meta`` ({} when none was sent): a trace context, a progress token..."""
+        return self.exchange.meta
+
+    @property
+    def request_size(self) -> int | None:
+        """The bytes the request came in, when it came alone in a body; None when not known (a batch, stdio)."""
+        return self.exchange.request.size or None
+
+    @property
+    def expires(self) -> datetime | None:
+        """In a task's run: when the task expires (its deadline when no timeout is set); None elsewhere."""
+        return getattr(self.exchange, "expires", None)
+
+    @property
+    def trace_context(self) -> dict[str, Any] | None:
+        """In a task's run: the trace context of the ``tools/call`` that created the task; None elsewhere."""
+        return getattr(self.exchange, "trace_context", None)
+
+    @property
+    def becomes_task(self) -> bool:
+        """Whether this ``tools/call`` is to run as an MCP task rather than answer at once.
+
+        Decided once per request, as the handler will decide after the middleware: False for a
+        call the handler will refuse (a tool and client that cannot agree), and in a task's own run.
+        """
+        tool, tasks = self.exchange.target, hooks.tasks
+        if tasks is None or tool is None or self.method != "tools/call":
+            return False
+        if tool.task_support is None and "task" not in self.params:
+            return False
+        if getattr(self.exchange, "in_task", False):
+            return False
+        try:
+            return bool(tasks.wants_task(tool, self.params, self.exchange))
+        except ProtocolError:  # the handler refuses it with this same error
+            return False
+
+    async def permitted(self, obj: Any) -> bool:
+        """Whether the caller has the rights ``obj`` (a tool, prompt or resource) asks for: scopes, permissions, check.
+
+        For a middleware that says why something is refused only to a caller who could have used it.
+        """
+        return await access.permitted(obj, self.exchange)
+
+    def answer(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The response carrying ``result`` in place of the handler's, finalized and shaped as the engine does.
+
+        For a middleware that answers itself: a timed-out call, an oversized result.
+        """
+        return engine.answer(self.exchange, result)
+
+    def signal_cancelled(self) -> None:
+        """Turn the handler's ``Context.cancelled`` true: a sync tool still running can see it and stop."""
+        self.exchange.cancelled.set()
+
     def encode(self, response: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """``response`` and its JSON bytes, made once per request.
 
@@ -160,18 +232,6 @@ class Call:
 
     def __repr__(self) -> str:
         return f"<Call {self.method} {self.name or ''} via {self.transport}>"
-
-
-class Refusal(dict[str, Any]):
-    """A JSON-RPC error response that is also a refusal with an HTTP status (``Refused``, a missing scope).
-
-    What a middleware gets from ``call_next`` when an inner one refused: a response like any other;
-    the door answers it with ``status`` and ``headers`` where the transport has them.
-    """
-
-    def __init__(self, message: dict[str, Any], status: int, headers: list[tuple[bytes, bytes]]) -> None:
-        super().__init__(message)
-        self.status, self.headers = status, headers
 
 
 def build(
@@ -217,4 +277,4 @@ def is_async(factory: Callable[..., Any]) -> bool:
     return bool(getattr(factory, "async_capable", False))
 
 
-__all__ = ["TRANSPORTS", "Call", "CallNext", "Refusal", "build", "is_async", "keeps_replies"]
+__all__ = ["TRANSPORTS", "Call", "CallNext", "build", "is_async", "keeps_replies"]

@@ -31,7 +31,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from . import access
-from .access import permitted
 from .auth.clients import CLIENTS_CHANGED
 from .conf import mcp_settings
 from .exceptions import InvalidParams, Refused
@@ -125,7 +124,7 @@ def _completed(call: Call) -> Any:
     ref = call.params.get("ref")
     if not isinstance(ref, dict):
         return None
-    server = call.exchange.server
+    server = call.server
     if ref.get("type") == "ref/prompt":
         return server.prompts.get(str(ref.get("name")))
     if ref.get("type") == "ref/resource":
@@ -264,7 +263,7 @@ class KillSwitches:
         refused = board.refused(call)
         # Said only to a caller who could use it were it on: others learn nothing of it from the switch,
         # and are refused as ever (a missing scope, "unknown tool": it is hidden from them as well).
-        if refused is not None and await permitted(refused[1], call.exchange):
+        if refused is not None and await call.permitted(refused[1]):
             raise SwitchedOff(*refused[0])
         return await self.call_next(call)
 

@@ -41,9 +41,11 @@ from mcp_types import (
 from pydantic import BaseModel
 
 from .auth.bearer import AuthInfo
+from .exceptions import Refused, Unavailable
 from .protocol import jsonrpc
 from .protocol.versions import ALL_REVISIONS, LATEST, is_stateless
 from .runtime import dispatch
+from .runtime.inflight import inflight
 from .server import site
 from .state.hub import hub
 from .state.sessions import store
@@ -198,9 +200,9 @@ class TestClientOutlet:
         except UnansweredRequest as exc:
             self.client._unanswered = exc
             error = {"code": jsonrpc.METHOD_NOT_FOUND, "message": str(exc)}
-            await dispatch.deliver_response(self.session_id, jsonrpc.Response(message["id"], None, error))
+            await inflight.deliver_response(self.session_id, jsonrpc.Response(message["id"], None, error))
             return
-        await dispatch.deliver_response(self.session_id, jsonrpc.Response(message["id"], result, None))
+        await inflight.deliver_response(self.session_id, jsonrpc.Response(message["id"], result, None))
 
 
 # -- one event loop per sync call --------------------------------------------------------------------
@@ -346,7 +348,7 @@ class AsyncMCPTestClient:
         request = jsonrpc.Request(next(self._ids), "initialize", params)
         try:
             session, response = await dispatch.initialize(self.server, request, self._caller())
-        except dispatch.Rejected as exc:
+        except Refused as exc:
             raise _refused(exc) from None
         self.session = session
         self._opened.append(session.id)
@@ -406,7 +408,7 @@ class AsyncMCPTestClient:
             return await dispatch.handle(
                 self.server, request, session.revision, session, caller, TestClientOutlet(self, session.id)
             )
-        except dispatch.Rejected as exc:
+        except Refused as exc:
             raise _refused(exc) from None
 
     async def _stateless(
@@ -431,7 +433,7 @@ class AsyncMCPTestClient:
                 response = await dispatch.handle(
                     self.server, request, revision, None, caller, TestClientOutlet(self, "")
                 )
-            except dispatch.Rejected as exc:
+            except Refused as exc:
                 raise _refused(exc) from None
             result = (response or {}).get("result")
             if not isinstance(result, dict) or result.get("resultType") != "input_required":
@@ -528,9 +530,14 @@ class AsyncMCPTestClient:
         await self.request("resources/unsubscribe", {"uri": uri})
 
 
-def _refused(exc: Any) -> MCPClientError:
-    """A refusal at the door (``dispatch.Rejected``) as the error a test sees, with its HTTP status."""
-    return MCPClientError(exc.error.code, exc.error.message, exc.error.data, exc.status)
+def _refused(exc: Refused) -> Exception:
+    """A refusal at the door (``Refused``) as the error a test sees, with its HTTP status.
+
+    An unavailable backend stays what it is: the server's trouble, not a refusal of the call.
+    """
+    if isinstance(exc, Unavailable):
+        return exc
+    return MCPClientError(exc.code, exc.message, exc.data, exc.status)
 
 
 def _result(response: dict[str, Any] | None) -> dict[str, Any]:

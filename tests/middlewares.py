@@ -37,6 +37,7 @@ class Recorder:
                 "revision": call.revision,
                 "order": list(call.state.get("order", [])),
                 "error": (response or {}).get("error", {}).get("code"),
+                "refused": getattr(call.refused, "status", None),
             }
         )
         return response
@@ -69,7 +70,8 @@ class SlowDown(Refused):
 
 
 class Refuse:
-    """``forbidden_tool``: an MCPError; ``limited_tool``: a refusal with a status (429 + Retry-After)."""
+    """``forbidden_tool``: an MCPError; ``limited_tool``: a refusal with a status (429 + Retry-After);
+    ``closed_tool``: one ``Refused`` instance, its code, status and headers given, no subclass."""
 
     def __init__(self, call_next: CallNext) -> None:
         self.call_next = call_next
@@ -80,6 +82,8 @@ class Refuse:
             raise MCPError("Not on Sundays", {"why": "sunday"}, code=-32001)
         if call.name == "limited_tool":
             raise SlowDown(data={"retryAfter": 7})
+        if call.name == "closed_tool":
+            raise Refused("Closed for maintenance", code=-32000, status=503, headers=[(b"retry-after", b"600")])
         if call.name == "broken_tool":
             raise RuntimeError("a middleware bug")
         return await self.call_next(call)

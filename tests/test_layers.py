@@ -133,3 +133,45 @@ def test_contributing_layer_table_matches_the_contract() -> None:
             f"layer {layer}: only in CONTRIBUTING.md {sorted(written - enforced)}, "
             f"only in pyproject.toml {sorted(enforced - written)}"
         )
+
+
+def _reaches_past_call(tree: ast.AST) -> list[str]:
+    """Where a module reads ``<anything>.exchange`` or ``engine.answer``, or imports ``engine``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "exchange":
+            found.append(f"line {node.lineno}: .exchange")
+        elif isinstance(node, ast.Attribute) and node.attr == "answer" and isinstance(node.value, ast.Name):
+            if node.value.id == "engine":
+                found.append(f"line {node.lineno}: engine.answer")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == "engine":
+            found.append(f"line {node.lineno}: imports the engine")
+    return found
+
+
+def test_built_in_middleware_use_only_the_public_call_api() -> None:
+    """The built-in middleware are written as users write theirs: through ``Call``, never its exchange or the engine.
+
+    What a built-in middleware needs that ``Call`` lacks is added to ``Call`` (and docs/middleware.md),
+    so a user's middleware can do the same.
+    """
+    reaching = {}
+    package = ROOT / "django_mcp"
+    built_in = [*(package / "audit").rglob("*.py"), *(package / "limits").rglob("*.py")]
+    built_in += [*(package / "telemetry").rglob("*.py"), package / "switches.py", package / "strict.py"]
+    for path in sorted(built_in):
+        found = _reaches_past_call(ast.parse(path.read_text(), str(path)))
+        if found:
+            reaching[path.name] = found
+    assert reaching == {}, f"built-in middleware reach past the public Call API: {reaching}"
+
+
+def test_the_check_finds_what_it_forbids() -> None:
+    """The AST check above is not vacuous: each form it forbids is found."""
+    source = (
+        "from ..engine import engine\n"
+        "def f(call):\n"
+        "    call.exchange.cancelled.set()\n"
+        "    return engine.answer(call, {})\n"
+    )
+    assert len(_reaches_past_call(ast.parse(source))) == 3

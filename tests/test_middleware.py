@@ -148,6 +148,13 @@ def test_refusals_reach_the_test_client_and_the_wsgi_view_alike(seen: list[dict[
         assert r.status_code == 429 and r["Retry-After"] == "7"
         expected = {"code": -32000, "message": "Too many calls of limited_tool", "data": {"retryAfter": 7}}
         assert r.json()["error"] == expected
+        r = wsgi_post(http, {**call, "params": {"name": "closed_tool", "arguments": {}}}, sid)
+        assert r.status_code == 503 and r["Retry-After"] == "600"
+        assert r.json() == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {"code": -32000, "message": "Closed for maintenance"},
+        }
         r = wsgi_post(http, {**call, "params": {"name": "broken_tool", "arguments": {}}}, sid)
         assert r.status_code == 200 and r.json()["error"]["code"] == -32603
         r = wsgi_post(http, {**call, "params": {"name": "echo", "arguments": {"text": "yo"}}}, sid)
@@ -156,6 +163,15 @@ def test_refusals_reach_the_test_client_and_the_wsgi_view_alike(seen: list[dict[
     by_name = {(s["transport"], s["name"]): s for s in seen if s["method"] == "tools/call"}
     assert by_name[("wsgi", "forbidden_tool")]["error"] == -32001 and by_name[("wsgi", "echo")]["error"] is None
     assert by_name[("wsgi", "echo")]["session_id"] == sid
+    # An outer middleware reads a refusal's status from call.refused; an MCPError has none.
+    refused = {name: s["refused"] for (transport, name), s in by_name.items() if transport == "wsgi"}
+    assert refused == {
+        "forbidden_tool": None,
+        "limited_tool": 429,
+        "closed_tool": 503,
+        "broken_tool": None,
+        "echo": None,
+    }
 
 
 @pytest.mark.django_db(transaction=True)
@@ -293,7 +309,7 @@ def test_a_missing_scope_reaches_the_middleware_as_a_response_and_the_client_as_
     assert r.json()["error"]["data"] == {"error": "insufficient_scope"}
     (refused,) = [s for s in seen if s["name"] == "vault_write"]
     assert (refused["error"], refused["user"], refused["scopes"]) == (-32600, "alice", frozenset({"mcp"}))
-    assert refused["client_id"] and refused["transport"] == "wsgi"
+    assert refused["client_id"] and refused["transport"] == "wsgi" and refused["refused"] == 403
 
 
 @pytest.mark.django_db(transaction=True)

@@ -206,12 +206,13 @@ async def test_a_scope_taken_from_a_token_applies_at_once(queries: Queries) -> N
 
 @inprocess
 async def test_an_entry_never_outlives_its_token(queries: Queries) -> None:
-    value, _ = await run_bookkeeping(make_token, "alice", "first", "mcp", 1.0)
+    # Long enough to be checked twice on a loaded machine; the sleep then ends just past its expiry.
+    value, token = await run_bookkeeping(make_token, "alice", "first", "mcp", 3.0)
     await authenticate(*request(value))
     queries.take()
     await authenticate(*request(value))
     assert queries.take() == []
-    await asyncio.sleep(1.1)
+    await asyncio.sleep(max(0.0, (token.expires - timezone.now()).total_seconds()) + 0.1)
     assert "expired" in (await refused(value)).description.lower()
 
 

@@ -31,7 +31,7 @@ from django.db import DatabaseError, connections, router, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 
 from ..conf import mcp_settings
-from ..middleware import Call, CallNext, Refusal
+from ..middleware import Call, CallNext
 from ..models import MCPCallRecord
 from ..protocol.jsonrpc import dumps
 from ..runtime.drain import drain
@@ -428,7 +428,7 @@ class AuditMiddleware:
             # What the client asked, copied before anything inside can change it.
             sensitive = None if policy == FULL else pattern(mcp_settings.AUDIT_SENSITIVE_KEYS)
             arguments = redact(call.arguments, sensitive)
-        request_bytes = call.exchange.request.size or len(dumps(call.params))  # the bytes it came in, if known
+        request_bytes = call.request_size or len(dumps(call.params))  # the bytes it came in, if known
         limit = mcp_settings.AUDIT_MAX_PAYLOAD_BYTES
         if arguments is not None and limit is not None and request_bytes > limit:  # else the arguments fit
             arguments = bounded(arguments, limit)
@@ -457,7 +457,7 @@ class AuditMiddleware:
         log: bool,
         policy: Any,
     ) -> None:
-        outcome, code, status, task_id, result = _outcome(response)
+        outcome, code, status, task_id, result = _outcome(call, response)
         user = call.user
         user_id = getattr(user, "pk", None)
         sid = call.session_id
@@ -503,7 +503,7 @@ def _username(user: Any) -> str:
     return str(get() if get is not None else user)
 
 
-def _outcome(response: dict[str, Any] | None) -> tuple[str, int | None, int | None, str, Any]:
+def _outcome(call: Call, response: dict[str, Any] | None) -> tuple[str, int | None, int | None, str, Any]:
     """How a request ended: outcome, JSON-RPC error code, HTTP status, the task it created, its result."""
     if response is None:
         return MCPCallRecord.CANCELLED, None, None, "", None
@@ -511,8 +511,8 @@ def _outcome(response: dict[str, Any] | None) -> tuple[str, int | None, int | No
     if error is not None:
         code = error.get("code") if isinstance(error, dict) else None
         code = code if isinstance(code, int) and not isinstance(code, bool) else None
-        if isinstance(response, Refusal):
-            return MCPCallRecord.REFUSED, code, response.status, "", None
+        if call.refused is not None:
+            return MCPCallRecord.REFUSED, code, call.refused.status, "", None
         return MCPCallRecord.ERROR, code, None, "", None
     result = response.get("result")
     if not isinstance(result, dict):

@@ -1,17 +1,30 @@
-"""The one exception ``django_mcp.auth`` raises at a transport: no imports, so any transport can catch it."""
+"""The refusal ``django_mcp.auth`` raises at a transport: a ``Refused``, answered as every other one."""
 
 from __future__ import annotations
 
+from ..exceptions import Refused
+from ..protocol import jsonrpc
 
-class Challenge(Exception):
-    """A refusal at the HTTP level: 400/401/403 with a ``WWW-Authenticate: Bearer`` header.
+_LABELS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}
 
-    The transport turns it into its own answer; ``auth`` never imports a transport.
+
+class Challenge(Refused):
+    """400/401/403 with a ``WWW-Authenticate: Bearer`` header (RFC 6750), the same refusal for every caller.
+
+    ``description`` and ``error`` (``invalid_token``, ``insufficient_scope``...) are the header's; the
+    JSON-RPC error says them too. ``auth`` never imports a transport: ``to_wire`` makes it HTTP.
     """
 
+    code = jsonrpc.INVALID_REQUEST
+
     def __init__(self, status: int, description: str, header: str, error: str | None = None) -> None:
-        super().__init__(description)
-        self.status, self.description, self.header, self.error = status, description, header, error
+        super().__init__(
+            f"{_LABELS[status]}: {description}",
+            {"error": error} if error else None,
+            status=status,
+            headers=[(b"www-authenticate", header.encode("latin-1", "replace"))],
+        )
+        self.description, self.header, self.error = description, header, error
 
 
 __all__ = ["Challenge"]

@@ -23,9 +23,7 @@ from typing import Any
 from ..conf import DEFAULTS, mcp_settings
 from ..exceptions import RateLimited
 from ..middleware import Call, CallNext
-from ..protocol.jsonrpc import ProtocolError
 from ..runtime.sync_pool import run_bookkeeping
-from ..server import hooks
 from ..tasks import store
 from .counting import cache_key, counters, release, reserve
 from .rates import Rate, parse
@@ -140,7 +138,7 @@ class Limits:
         tool_rates = parse(own) if own else limits.tool
         if tool_rates and who is not None:
             await spend("tool", f"t{tool.name}:{who}", tool_rates)
-        if not becomes_task(tool, call):
+        if not call.becomes_task:
             return await self.call_next(call)
         return await self._task(call, limits)
 
@@ -185,19 +183,6 @@ class Limits:
                 await _release(alias, key)
 
 
-def becomes_task(tool: Any, call: Call) -> bool:
-    """Whether this ``tools/call`` is to run as an MCP task (the handler decides the same way, after us)."""
-    tasks = hooks.tasks
-    if tasks is None or (tool.task_support is None and "task" not in call.params):
-        return False
-    if getattr(call.exchange, "in_task", False):
-        return False
-    try:
-        return bool(tasks.wants_task(tool, call.params, call.exchange))
-    except ProtocolError:  # the handler refuses it with this same error
-        return False
-
-
 def _busy(limit: str, cap: int) -> RateLimited:
     wait = max(1, math.ceil(mcp_settings.TASK_POLL_INTERVAL_MS / 1000))
     who = "user" if limit.endswith("user") else "OAuth client"
@@ -219,4 +204,4 @@ async def _release(alias: str, key: str) -> None:
         pass
 
 
-__all__ = ["Limits", "Rules", "becomes_task", "rules", "spend"]
+__all__ = ["Limits", "Rules", "rules", "spend"]

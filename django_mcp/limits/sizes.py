@@ -16,7 +16,6 @@ from typing import Any
 from ..conf import mcp_settings
 from ..exceptions import MCPError
 from ..middleware import Call
-from ..runtime.engine import engine
 
 #: The methods whose results are measured.
 MEASURED = frozenset({"tools/call", "resources/read", "prompts/get"})
@@ -42,7 +41,7 @@ def capped(call: Call, response: dict[str, Any] | None) -> dict[str, Any] | None
     text = f"The result of {what} is {size} bytes, over the server's limit of {cap} bytes (MAX_RESULT_BYTES)"
     if call.method == "tools/call":
         error = {"content": [{"type": "text", "text": f"{text}; ask for less."}], "isError": True}
-        return engine.answer(call.exchange, error)
+        return call.answer(error)
     raise ResultTooLarge(text, {"reason": "result_too_large", "size": size, "limit": cap})
 
 

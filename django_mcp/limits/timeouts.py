@@ -23,21 +23,19 @@ from django.utils import timezone
 
 from ..conf import mcp_settings
 from ..middleware import Call, CallNext
-from ..runtime.engine import engine
 from ..runtime.timers import Later, uncancel
-from .middleware import becomes_task
 
 
 def deadline(call: Call) -> float | None:
     """Seconds this call may run, or None for no limit (a call that only creates a task: its run is timed)."""
     tool = call.target
-    if tool is None or (call.transport != "task" and becomes_task(tool, call)):
+    if tool is None or (call.transport != "task" and call.becomes_task):
         return None
     seconds = tool.timeout
     if seconds is None:
         if call.transport == "task":
             seconds = mcp_settings.TASK_TIMEOUT
-            expires = getattr(call.exchange, "expires", None)
+            expires = call.expires
             if seconds is None and expires is not None:
                 seconds = max(0.001, (expires - timezone.now()).total_seconds())
         else:
@@ -48,7 +46,7 @@ def deadline(call: Call) -> float | None:
 def timed_out(call: Call, seconds: float) -> dict[str, Any]:
     """The tool error a timed-out call answers, shaped for the call's revision."""
     text = f"Tool {call.name!r} timed out after {seconds:g} s and was stopped; its result is lost."
-    return engine.answer(call.exchange, {"content": [{"type": "text", "text": text}], "isError": True})
+    return call.answer({"content": [{"type": "text", "text": text}], "isError": True})
 
 
 class Timeouts:
@@ -93,7 +91,7 @@ class Timeouts:
             if not expired:
                 raise  # cancelled from outside (shutdown, the client): not ours to answer
             uncancel(task)
-            call.exchange.cancelled.set()  # a sync tool still running can see it and stop
+            call.signal_cancelled()  # a sync tool still running can see it and stop
             return timed_out(call, seconds)
         finally:
             if later is not None:
@@ -103,7 +101,7 @@ class Timeouts:
         if expired:  # the inner code swallowed the cancellation (a client's cancel answers None)
             uncancel(task)
             if response is not None:
-                call.exchange.cancelled.set()
+                call.signal_cancelled()
                 return timed_out(call, seconds)
         return response
 

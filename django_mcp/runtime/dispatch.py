@@ -5,8 +5,9 @@ POST, the checks of a 2026-07-28 request's envelope and mirrored headers, the
 handshake POST (``initialize``, finding the caller's session, batches, absorbing the
 client's notifications and responses), and what a ``subscriptions/listen`` stream
 may carry. Streamable HTTP, the WSGI view, the legacy HTTP+SSE transport and stdio
-call it; each keeps only its bytes, streams and status codes. A refusal is a
-``Rejected``: the JSON-RPC error and the HTTP status it gets where there is HTTP.
+call it; each keeps only its bytes and streams. A refusal is a ``Refused`` (an
+``exceptions`` class that knows its JSON-RPC error and HTTP status); the transports
+answer it through ``exceptions.to_wire``, so no HTTP status is written here.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from .. import middleware
 from ..auth.bearer import INSUFFICIENT_SCOPE, insufficient_scope
-from ..auth.challenge import Challenge
 from ..conf import mcp_settings
-from ..exceptions import Refused
-from ..middleware import Call, CallNext, Refusal
+from ..exceptions import BadRequest, Refused, SessionNotFound, Unavailable, to_wire
+from ..middleware import Call, CallNext
 from ..protocol import headers, jsonrpc
 from ..protocol import skills as skill_rules
 from ..protocol.jsonrpc import ProtocolError
@@ -36,48 +36,9 @@ from ..state.sessions import SessionState, store
 from ..state.subscriptions import ListenFilter
 from ..tasks import methods as task_methods
 from .engine import UNSET, Exchange, Outlet, engine, negotiate_initialize
+from .inflight import inflight
 
 logger = logging.getLogger("django_mcp")
-
-#: The HTTP status of each JSON-RPC error a 2026-07-28 request can be refused with.
-STATUS = {
-    jsonrpc.INVALID_PARAMS: 400,
-    jsonrpc.INVALID_REQUEST: 400,
-    jsonrpc.PARSE_ERROR: 400,
-    jsonrpc.HEADER_MISMATCH: 400,
-    jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    jsonrpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
-    jsonrpc.METHOD_NOT_FOUND: 404,
-}
-
-
-class Rejected(Exception):
-    """A message refused before it reached the engine: its JSON-RPC error and HTTP status (and headers)."""
-
-    def __init__(
-        self,
-        status: int,
-        error: ProtocolError,
-        request_id: Any = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        super().__init__(error.message)
-        self.status, self.error, self.request_id = status, error, request_id
-        self.headers = headers or []
-
-    def message(self) -> dict[str, Any]:
-        """The JSON-RPC error message a transport without statuses (stdio) writes."""
-        return jsonrpc.error_message(self.request_id, self.error)
-
-
-def reject(status: int, message: str, request_id: Any = None, code: int = jsonrpc.INVALID_REQUEST) -> Rejected:
-    return Rejected(status, ProtocolError(code, message), request_id)
-
-
-def status_for(response: dict[str, Any]) -> int:
-    """The HTTP status of a 2026-07-28 response (its errors are statuses too)."""
-    err = response.get("error")
-    return STATUS.get(err["code"], 200) if err else 200
 
 
 @dataclass
@@ -131,7 +92,7 @@ async def handle(
 
     Every caller comes through here (Streamable HTTP, legacy SSE, stdio, the WSGI view, the
     test client, the task worker), so the same checks run in the same order for all: the
-    token's scopes for the tool/resource/prompt named (``Rejected``, 403 ``insufficient_scope``),
+    token's scopes for the tool/resource/prompt named (``Refused``, 403 ``insufficient_scope``),
     then the params against the revision's schema (-32602), then the handler, whose access
     checks (Django permissions, ``check=``) and error mapping are the engine's.
     ``exchange`` is a prepared exchange (a task's run); by default one is built from the rest.
@@ -156,10 +117,8 @@ async def handle(
     call.sealed = _built[2]
     call.state[_CALLER] = caller
     response = await chain(call)
-    if isinstance(response, Refusal):  # refused with a status: answered as the door's own refusals
-        error = response["error"]
-        refusal = ProtocolError(error["code"], error["message"], error.get("data"))
-        raise Rejected(response.status, refusal, ex.request_id, response.headers)
+    if call.refused is not None and response is not None and "error" in response:
+        raise call.refused  # refused with a status: answered as the door's own refusals
     return response
 
 
@@ -170,10 +129,13 @@ def _guard(handler: CallNext) -> CallNext:
         ex = call.exchange
         try:
             return await handler(call)
-        except Rejected as exc:  # the door's own refusal (a scope the token lacks)
-            return Refusal(exc.message(), exc.status, exc.headers)
-        except Refused as exc:  # a middleware's refusal with a status (429 + Retry-After, say)
-            return Refusal(jsonrpc.error_message(ex.request_id, exc), exc.status, exc.headers())
+        except Unavailable as exc:  # inside the request: the JSON-RPC error that says so, not a 503
+            return jsonrpc.error_message(ex.request_id, engine.protocol_error(ex, exc))
+        except Refused as exc:  # the door's (a scope the token lacks) or a middleware's (429 + Retry-After)
+            if exc.request_id is None:
+                exc.request_id = ex.request_id  # the door raises it again: the transport's answer names the request
+            call.refused = exc  # what the middleware around see is the response; the door answers the status
+            return to_wire(exc).message
         except ProtocolError as exc:  # a middleware's MCPError
             return jsonrpc.error_message(ex.request_id, engine.protocol_error(ex, exc))
         except Exception:  # a middleware's bug: the client gets what a handler's bug gets
@@ -231,7 +193,7 @@ setting_changed.connect(_rebuild)
 
 
 def check_scopes(ex: Exchange, caller: Caller) -> None:
-    """A token lacking the scopes of the tool/resource/prompt a request names: ``Rejected`` (403).
+    """A token lacking the scopes of the tool/resource/prompt a request names: ``Refused`` (403).
 
     The same refusal for every caller; an HTTP caller's carries the ``WWW-Authenticate``
     challenge a client steps up from (RFC 6750 ``insufficient_scope``). Completing an argument of a
@@ -246,27 +208,10 @@ def check_scopes(ex: Exchange, caller: Caller) -> None:
     if not needed or caller.auth.allows(needed):
         return
     if caller.scope is not None:
-        raise challenge_rejection(insufficient_scope(caller.scope, needed), ex.request_id)
-    raise Rejected(
-        403,
-        ProtocolError(jsonrpc.INVALID_REQUEST, f"Forbidden: {INSUFFICIENT_SCOPE}", {"error": "insufficient_scope"}),
-        ex.request_id,
-    )
-
-
-def challenge_rejection(challenge: Challenge, request_id: Any = None) -> Rejected:
-    """An ``auth.Challenge`` (400/401/403 with ``WWW-Authenticate``) as a refusal at the door."""
-    label = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}[challenge.status]
-    return Rejected(
-        challenge.status,
-        ProtocolError(
-            jsonrpc.INVALID_REQUEST,
-            f"{label}: {challenge.description}",
-            {"error": challenge.error} if challenge.error else None,
-        ),
-        request_id,
-        headers=[(b"www-authenticate", challenge.header.encode("latin-1", "replace"))],
-    )
+        challenge = insufficient_scope(caller.scope, needed)
+        challenge.request_id = ex.request_id
+        raise challenge
+    raise Refused(f"Forbidden: {INSUFFICIENT_SCOPE}", {"error": "insufficient_scope"}, request_id=ex.request_id)
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -274,14 +219,14 @@ def parse(body: bytes) -> Any:
     try:
         return jsonrpc.loads(body)
     except ProtocolError as exc:
-        raise Rejected(400, exc) from None
+        raise Refused.of(exc) from None
 
 
 def classify(payload: Any) -> jsonrpc.Message:
     try:
         return jsonrpc.classify(payload)
     except ProtocolError as exc:
-        raise Rejected(400, exc, jsonrpc.id_of(payload)) from None
+        raise Refused.of(exc, jsonrpc.id_of(payload)) from None
 
 
 def has_request(payload: Any) -> bool:
@@ -316,13 +261,13 @@ def stateless_request(
     One message per body; a response is refused (clients send none in this revision).
     """
     if not isinstance(payload, dict):
-        raise reject(400, "Invalid request: the body must be a single JSON-RPC message")
+        raise BadRequest("Invalid request: the body must be a single JSON-RPC message")
     message = classify(payload)
     if isinstance(message, jsonrpc.Response):
-        raise reject(400, "Invalid request: 2026-07-28 clients send no responses")
+        raise BadRequest("Invalid request: 2026-07-28 clients send no responses")
     if isinstance(message, jsonrpc.Notification):
         if version is not None and version.strip() not in STATELESS_REVISIONS:
-            raise Rejected(400, unsupported(version))
+            raise Refused.of(unsupported(version))
         return None  # no client notification has an effect over HTTP here (cancelling is closing the stream)
     assert isinstance(message, jsonrpc.Request)
     target = server.target(message.method, message.params or {})
@@ -341,7 +286,7 @@ def stateless_revision(
     header: Callable[[str], str | None] | None = None,
     target: Any = None,
 ) -> str:
-    """Check a 2026-07-28 request's envelope and return its revision, or raise ``Rejected``.
+    """Check a 2026-07-28 request's envelope and return its revision, or raise ``Refused``.
 
     Over HTTP (``header`` given) the ``MCP-Protocol-Version``, ``Mcp-Method``/``Mcp-Name`` and
     tool-parameter headers must mirror the body. The order is the one the conformance suite
@@ -351,8 +296,8 @@ def stateless_revision(
     meta = params.get("_meta")
     rid = request.id
 
-    def fail(exc: ProtocolError) -> Rejected:
-        return Rejected(STATUS.get(exc.code, 400), exc, rid)
+    def fail(exc: ProtocolError) -> Refused:
+        return Refused.of(exc, rid)
 
     if not isinstance(meta, dict):
         raise fail(
@@ -421,12 +366,12 @@ async def initialize(
 ) -> tuple[SessionState, dict[str, Any]]:
     """Negotiate a revision and start a session (or fill in ``session``, the legacy transport's).
 
-    Returns the session and the response; a malformed ``initialize`` raises ``Rejected`` (400).
+    Returns the session and the response; a malformed ``initialize`` raises ``Refused`` (400).
     """
     try:
         revision, params = negotiate_initialize(request)
     except ProtocolError as exc:
-        raise Rejected(400, exc, request.id) from None
+        raise BadRequest(exc.message, exc.data, code=exc.code, request_id=request.id) from None
     client_info = params.get("clientInfo") or {}
     capabilities = params.get("capabilities") or {}
     if session is None:
@@ -468,7 +413,7 @@ async def handshake_post(
     ``initialize`` starts a session; anything else needs the caller's session ``session_id``
     (with ``version``, when sent, matching its revision). A batch runs its requests through
     ``run`` (never streamed: they are answered together); a second ``initialize`` is refused.
-    Refusals raise ``Rejected``.
+    Refusals raise ``Refused``.
     """
     if isinstance(payload, dict) and payload.get("method") == "initialize" and "id" in payload:
         request = classify(payload)
@@ -481,7 +426,7 @@ async def handshake_post(
     message = classify(payload)
     if isinstance(message, jsonrpc.Request):
         if message.method == "initialize":
-            raise reject(400, "Session already initialized", message.id)
+            raise BadRequest("Session already initialized", request_id=message.id)
         return HandshakePost(session, request=message)
     await absorb(message, session, session.revision)
     return HandshakePost(session)
@@ -490,17 +435,16 @@ async def handshake_post(
 async def find_session(
     sid: str | None, caller: Caller, request_id: Any = None, version: str | None = None
 ) -> SessionState:
-    """The caller's live session ``sid`` (its user and OAuth client), or ``Rejected``: 400 without one, 404."""
+    """The caller's live session ``sid`` (its user and OAuth client), or ``Refused``: 400 without one, 404."""
     if sid is None:
-        raise reject(400, "Bad Request: Mcp-Session-Id header is required", request_id)
+        raise BadRequest("Bad Request: Mcp-Session-Id header is required", request_id=request_id)
     session = await store.get_owned(sid, caller.user, caller.client_id)
     if session is None:
-        raise reject(404, "Session not found", request_id)
+        raise SessionNotFound(request_id=request_id)
     if version is not None and version != session.revision:
-        raise reject(
-            400,
+        raise BadRequest(
             f"Bad Request: MCP-Protocol-Version {version!r} does not match the session's {session.revision!r}",
-            request_id,
+            request_id=request_id,
         )
     return session
 
@@ -513,11 +457,11 @@ async def absorb(
 ) -> None:
     """A client's notification or response: act on it, answer nothing.
 
-    ``cancel`` stops a request by id (default: the engine's, across workers, for ``session``).
+    ``cancel`` stops a request by id (default: ``inflight``'s, across workers, for ``session``).
     """
     if isinstance(message, jsonrpc.Response):
         if session is not None:
-            await deliver_response(session.id, message)
+            await inflight.deliver_response(session.id, message)
         return
     if not isinstance(message, jsonrpc.Notification) or not validate_notification(
         message.method, revision, message.params
@@ -534,35 +478,7 @@ async def absorb(
         if cancel is not None:
             await cancel(rid)
         elif session is not None:
-            await engine.cancel(session.id, rid)
-
-
-# -- cancellation: what the entry points may ask of a running request -----------------------------
-def cancel_task(task: asyncio.Task[Any]) -> None:
-    """Stop the request running in ``task`` (its connection closed): ``Context.cancelled`` turns true first."""
-    engine.cancel_task(task)
-
-
-def track(key: Any, session_id: str | None) -> None:
-    """Make a request cancellable from other workers once it outlives a few milliseconds (``untrack`` after)."""
-    engine.track(key, session_id)
-
-
-def untrack(key: Any, session_id: str | None) -> None:
-    engine.untrack(key, session_id)
-
-
-async def cancel_here(session_id: str, request_id: Any) -> bool:
-    """Cancel request ``request_id`` of ``session_id`` if it runs on this worker; whether it did."""
-    if engine.running_in(session_id, request_id) is None:
-        return False
-    await engine.cancel(session_id, request_id)  # also sets Context.cancelled
-    return True
-
-
-async def deliver_response(session_id: str, response: jsonrpc.Response) -> None:
-    """A client's answer to a server->client request: to the call waiting for it, on whichever worker."""
-    await engine.deliver_response(session_id, response)
+            await inflight.cancel(session.id, rid)
 
 
 async def batch(
@@ -578,11 +494,11 @@ async def batch(
     """
     if session is None or session.revision not in BATCH_REVISIONS:
         revision = session.revision if session else "this connection"
-        raise reject(400, f"Invalid request: batches are not supported in {revision}")
+        raise BadRequest(f"Invalid request: batches are not supported in {revision}")
     try:
         jsonrpc.check_batch(items, mcp_settings.MAX_BATCH_SIZE)
     except ProtocolError as exc:
-        raise Rejected(400, exc) from None
+        raise BadRequest(exc.message, exc.data, code=exc.code) from None
     responses: list[dict[str, Any]] = []
     requests: list[jsonrpc.Request] = []
     for item in items:
@@ -602,8 +518,8 @@ async def batch(
     async def one(request: jsonrpc.Request) -> dict[str, Any] | None:
         try:
             return await run(request)
-        except Rejected as exc:  # refused at the door: that item's error, the others still run
-            return exc.message()
+        except Refused as exc:  # refused at the door: that item's error, the others still run
+            return to_wire(exc, request.id).message
 
     if requests:
         results = await asyncio.gather(*(one(r) for r in requests))
@@ -612,21 +528,15 @@ async def batch(
 
 
 __all__ = [
-    "STATUS",
     "UNSET",
     "Caller",
     "Exchange",
     "HandshakePost",
-    "Rejected",
     "absorb",
     "batch",
-    "cancel_here",
-    "cancel_task",
-    "challenge_rejection",
     "check_scopes",
     "classify",
     "default_site",
-    "deliver_response",
     "find_session",
     "handle",
     "handshake_post",
@@ -636,11 +546,7 @@ __all__ = [
     "is_stateless_post",
     "listen_filter",
     "parse",
-    "reject",
     "stateless_request",
     "stateless_revision",
-    "status_for",
-    "track",
     "unsupported",
-    "untrack",
 ]

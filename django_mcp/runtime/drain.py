@@ -39,7 +39,7 @@ from typing import Any
 from ..conf import mcp_settings
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
-from .engine import engine
+from .inflight import inflight
 from .sockets import listeners_of, stop_listening
 
 logger = logging.getLogger("django_mcp")
@@ -159,7 +159,7 @@ class Drain:
         return self.draining and not self.stopped_listening
 
     def in_flight(self) -> int:
-        return len(engine.running)
+        return len(inflight.running)
 
     # -- HTTP requests (DrainMiddleware) ------------------------------------------------------
     def request_started(self) -> None:
@@ -175,7 +175,7 @@ class Drain:
         The quiet spell outlasts the proxy's keep-alive to this worker: the proxy closes its idle
         connections here first, so the server closing them at the hand-over meets no request.
         """
-        if engine.running or self.requests > 0:
+        if inflight.running or self.requests > 0:
             return False
         if not self.stopped_listening:
             return True
@@ -187,20 +187,20 @@ class Drain:
         deadline = self.since + float(mcp_settings.SHUTDOWN_GRACE)
         while not self._settled() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        left = [task for task, ex in engine.running.items() if not _sync_tool(ex)]
+        left = [task for task, ex in inflight.running.items() if not _sync_tool(ex)]
         if left:
             logger.warning("django_mcp: %d calls outlived SHUTDOWN_GRACE; answering them retryable", len(left))
             for task in left:
                 task.cancel()
             until = time.monotonic() + _ANSWER_WINDOW
-            while any(task in engine.running for task in left) and time.monotonic() < until:
+            while any(task in inflight.running for task in left) and time.monotonic() < until:
                 await asyncio.sleep(0.02)
-        if engine.running:
+        if inflight.running:
             # A sync tool cannot be stopped: its thread runs on (and the process waits for it at exit
             # anyway). Answering "not completed" while it may still commit would invite a duplicate,
             # so it keeps its real answer; the process manager's kill timeout is the bound.
-            logger.warning("django_mcp: waiting for %d sync tool calls past SHUTDOWN_GRACE", len(engine.running))
-            while engine.running:
+            logger.warning("django_mcp: waiting for %d sync tool calls past SHUTDOWN_GRACE", len(inflight.running))
+            while inflight.running:
                 await asyncio.sleep(0.05)
         await asyncio.sleep(0.1)  # let the last answers reach the sockets
         logger.info("django_mcp: drained; handing over to the server")

@@ -14,7 +14,6 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Hashable
 from typing import Any, Protocol
 
 import mcp_types
@@ -36,13 +35,12 @@ from ..protocol.shaping import shape_for
 from ..protocol.validation import validate_client_result, validate_request, validate_server_result
 from ..protocol.versions import at_least, is_stateless, negotiate
 from ..server import CACHEABLE, InputRequired, MCPServer
-from ..state.hub import hub, session_group
 from ..state.sessions import SessionState, store
 from .i18n import language
+from .inflight import inflight
 from .request_state import load_state, sign_state
 from .sync_pool import drop_shared_connections
-from .timers import Later
-from .unavailable import Unavailable, database_error
+from .unavailable import database_error
 
 logger = logging.getLogger("django_mcp")
 
@@ -276,13 +274,9 @@ def negotiate_initialize(request: jsonrpc.Request) -> tuple[str, dict[str, Any]]
 
 class Engine:
     def __init__(self) -> None:
-        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._inflight: dict[tuple[str, str | int], tuple[asyncio.Task[Any], Exchange]] = {}
-        self._listening: dict[str, int] = {}
-        self.running: dict[asyncio.Task[Any], Exchange] = {}
-        self._background: set[asyncio.Task[Any]] = set()
-        self._late = Later(0.05)
-        self._tracked: set[Hashable] = set()
+        # What runs is registered in ``inflight``: where cancellations and clients' answers find it.
+        self._running = inflight.running
+        self._by_request = inflight.by_request
 
     # -- requests -------------------------------------------------------------------
     async def run(self, ex: Exchange) -> dict[str, Any] | None:
@@ -296,9 +290,9 @@ class Engine:
         key = (ex.session_id, request.id) if ex.session is not None and ex.session_id else None
         task = asyncio.current_task()
         if task is not None:
-            self.running[task] = ex
+            self._running[task] = ex
             if key is not None:
-                self._inflight[key] = (task, ex)
+                self._by_request[key] = (task, ex)
         try:
             if ex.stateless and request.method in _INPUT_METHODS:
                 ex.load_answers()
@@ -325,9 +319,9 @@ class Engine:
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
         finally:
             if task is not None:
-                self.running.pop(task, None)
+                self._running.pop(task, None)
             if key is not None:
-                self._inflight.pop(key, None)
+                self._by_request.pop(key, None)
 
     def answer(self, ex: Exchange, result: dict[str, Any]) -> dict[str, Any]:
         """The response message carrying a handler's ``result``: finalized and shaped for the request's revision.
@@ -348,11 +342,6 @@ class Engine:
             return ProtocolError(jsonrpc.INVALID_PARAMS, exc.message, exc.data)
         return exc
 
-    def running_in(self, session_id: str, request_id: Any) -> Exchange | None:
-        """The exchange of request ``request_id`` of ``session_id`` running on this worker, if any."""
-        running = self._inflight.get((session_id, request_id))
-        return running[1] if running is not None else None
-
     def finalize(self, method: str, revision: str, result: dict[str, Any]) -> dict[str, Any]:
         if is_stateless(revision):
             result.setdefault("resultType", "complete")
@@ -372,14 +361,6 @@ class Engine:
         meta.setdefault(SERVER_INFO_META_KEY, server.server_info())
         return result
 
-    # -- cancellation ---------------------------------------------------------------
-    async def cancel(self, session_id: str, request_id: Any) -> None:
-        running = self._inflight.get((session_id, request_id))
-        if running is not None:
-            self.cancel_task(running[0])
-        else:
-            await hub.publish(session_group(session_id), {"kind": "cancel", "id": request_id, "session": session_id})
-
     # -- server -> client requests (handshake era) ------------------------------------
     async def client_request(self, ex: Exchange, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if ex.outlet is None or ex.session_id is None or not getattr(ex.outlet, "carries_requests", True):
@@ -387,8 +368,8 @@ class Engine:
             raise MCPError("This transport cannot carry server-to-client requests", code=jsonrpc.INVALID_REQUEST)
         rid = f"{_PROCESS}-{next(_ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.pending[rid] = future
-        await self._listen(ex.session_id)
+        inflight.pending[rid] = future
+        await inflight.listen(ex.session_id)
         try:
             await ex.outlet.send(jsonrpc.request_message(rid, method, params))
             try:
@@ -399,87 +380,14 @@ class Engine:
                 )
                 raise MCPError(f"The client did not answer {method} in time", code=jsonrpc.REQUEST_TIMEOUT) from None
         finally:
-            self.pending.pop(rid, None)
-            await self._unlisten(ex.session_id)
+            inflight.pending.pop(rid, None)
+            await inflight.unlisten(ex.session_id)
         if answer.get("error") is not None:
             err = answer["error"]
             raise MCPError(str(err.get("message", "Client error")), err.get("data"), code=int(err.get("code", -32603)))
         result = answer.get("result") or {}
         validate_client_result(method, ex.revision, result)
         return result
-
-    async def deliver_response(self, session_id: str, response: jsonrpc.Response) -> None:
-        """A client's answer arrived on some worker: resolve the waiter here or publish it."""
-        future = self.pending.get(str(response.id))
-        if future is not None:
-            if not future.done():
-                future.set_result({"result": response.result, "error": response.error})
-            return
-        await hub.publish(
-            session_group(session_id),
-            {"kind": "response", "id": response.id, "result": response.result, "error": response.error},
-        )
-
-    def _on_session_message(self, payload: dict[str, Any]) -> None:
-        kind = payload.get("kind")
-        if kind == "response":
-            future = self.pending.get(str(payload.get("id")))
-            if future is not None and not future.done():
-                future.set_result({"result": payload.get("result"), "error": payload.get("error")})
-        elif kind == "cancel":
-            running = self._inflight.get((str(payload.get("session", "")), payload.get("id", "")))
-            if running is not None:
-                self.cancel_task(running[0])
-
-    async def _listen(self, session_id: str) -> None:
-        n = self._listening.get(session_id, 0)
-        self._listening[session_id] = n + 1
-        if n == 0:
-            try:
-                await hub.join(session_group(session_id), self._on_session_message)
-            except Unavailable as exc:
-                # Answers and cancellations posted to this worker still arrive; others wait for the layer.
-                logger.warning("django_mcp: not listening for session messages (%s)", exc)
-
-    async def _unlisten(self, session_id: str) -> None:
-        n = self._listening.get(session_id, 0) - 1
-        if n <= 0:
-            self._listening.pop(session_id, None)
-            await hub.leave(session_group(session_id), self._on_session_message)
-        else:
-            self._listening[session_id] = n
-
-    def _spawn(self, loop: asyncio.AbstractEventLoop, coro: Any) -> None:
-        """Run a bookkeeping coroutine in the background, keeping a reference until it is done."""
-        t = loop.create_task(coro)
-        self._background.add(t)
-        t.add_done_callback(self._background.discard)
-
-    def cancel_task(self, task: asyncio.Task[Any]) -> None:
-        """Cancel a running request: its ``Context.cancelled`` turns true, then the task is cancelled."""
-        ex = self.running.get(task)
-        if ex is not None:
-            ex.cancelled.set()
-        task.cancel()
-
-    def track(self, key: Hashable, session_id: str | None) -> None:
-        """Make a request cancellable from another worker once it outlives 50 ms; ``untrack`` when it ends."""
-        if session_id is None:
-            return
-
-        def join() -> None:
-            self._tracked.add(key)
-            self._spawn(asyncio.get_running_loop(), self._listen(session_id))
-
-        self._late.add(key, join)
-
-    def untrack(self, key: Hashable, session_id: str | None) -> None:
-        if session_id is None:
-            return
-        self._late.discard(key)
-        if key in self._tracked:
-            self._tracked.discard(key)
-            self._spawn(asyncio.get_running_loop(), self._unlisten(session_id))
 
 
 engine = Engine()

@@ -41,14 +41,14 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 from ..auth.bearer import INSUFFICIENT_SCOPE, AuthInfo
 from ..auth.grants import Standing
 from ..conf import mcp_settings
-from ..exceptions import InputRequired
+from ..exceptions import InputRequired, Refused
 from ..models import MCPTask
 from ..protocol import jsonrpc
 from ..protocol.versions import is_stateless
 from ..runtime import dispatch
-from ..runtime.dispatch import Caller, Exchange, Rejected, default_site
+from ..runtime.dispatch import Caller, Exchange, default_site
 from ..runtime.sync_pool import run_bookkeeping
-from ..runtime.unavailable import DatabaseUnavailable, database_error
+from ..runtime.unavailable import DatabaseUnavailable, Unavailable, database_error
 from ..server import servers
 from . import beat, store
 from .framework import runs_in_process, task_decorator, tasks_module
@@ -223,8 +223,8 @@ def ended(work: asyncio.Future[dict[str, Any] | None]) -> str:
     if not work.done() or work.cancelled():
         return "was stopped"
     exc = work.exception()
-    if isinstance(exc, Rejected):
-        return f"was refused ({exc.status}, JSON-RPC error {exc.error.code})"
+    if isinstance(exc, Refused) and not isinstance(exc, Unavailable):
+        return f"was refused ({exc.status}, JSON-RPC error {exc.code})"
     if exc is not None:
         return f"failed ({type(exc).__name__})"
     response = work.result()
@@ -313,9 +313,10 @@ async def _outcome(task_id: str, attempt: int, work: asyncio.Future[dict[str, An
         response = work.result()
     except asyncio.CancelledError:
         return False
-    except Rejected as exc:  # refused at the door (a scope the tool needs now): as a direct call would be
-        return await _fail(task_id, attempt, exc.error.code, exc.error.message, exc.error.data)
     except Exception as exc:
+        if isinstance(exc, Refused) and not isinstance(exc, Unavailable):
+            # Refused at the door (a scope the tool needs now): as a direct call would be.
+            return await _fail(task_id, attempt, exc.code, exc.message, exc.data)
         lost = database_error(exc)
         if lost is not None:
             raise  # the database went away mid-run: the framework records the failure; the heartbeat recovers it

@@ -69,7 +69,7 @@ class Instruments:
     async def observe(self, call: Call, call_next: CallNext) -> dict[str, Any] | None:
         """Run the rest of the chain inside the request's span (current, so user code's spans nest under it)."""
         method = call.method
-        if not call.exchange.server.handles(method):  # a client may send any name: few values for span names
+        if not call.server.handles(method):  # a client may send any name: few values for span names
             method = OTHER
         metric: dict[str, Any] = {"mcp.method.name": method, "mcp.protocol.version": call.revision}
         scope = call.scope
@@ -168,7 +168,7 @@ class Instruments:
     def _parent(self, call: Call) -> tuple[otel_context.Context | None, list[Link] | None]:
         """The span's parent (None: the current context) and its links, as the conventions order them."""
         links: list[Link] = []
-        parent = _extract(call.exchange.meta)
+        parent = _extract(call.meta)
         current = trace.get_current_span().get_span_context()
         if parent is not None:  # the MCP client's span; the transport's context (current, or the headers') a link
             transport = current if current.is_valid else _span_context(_from_headers(call.scope))
@@ -177,7 +177,7 @@ class Instruments:
         elif not current.is_valid:  # no HTTP instrumentation made a span current: the traceparent header
             parent = _from_headers(call.scope)
         if call.task_id is not None:  # a task's run: a link to the span of the tools/call that created the task
-            creator = _span_context(_extract(getattr(call.exchange, "trace_context", None)))
+            creator = _span_context(_extract(call.trace_context))
             if creator is not None:
                 links.append(Link(creator, {"django_mcp.link": "task.created_by"}))
         return parent, links or None

@@ -1,4 +1,4 @@
-"""What the HTTP transports share: the HTTP error, SSE framing, stream slots and one keep-alive pump.
+"""What the HTTP transports share: SSE framing, stream slots and one keep-alive pump.
 
 Streamable HTTP (GET streams, resumed POST streams, ``subscriptions/listen``) and the
 2024-11-05 HTTP+SSE transport all hold an SSE response open and feed it from a queue;
@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from ..conf import mcp_settings
+from ..exceptions import Refused
 from ..protocol import jsonrpc
-from ..protocol.jsonrpc import ProtocolError
-from ..runtime.dispatch import Rejected
 from ..runtime.drain import drain
 
 JSON_CT = b"application/json"
@@ -29,21 +28,6 @@ BODILESS = frozenset({204, 304})
 
 #: Long-lived streams (GET, resumed POST, listen) this worker process holds open (``MAX_STREAMS``).
 _open_streams = 0
-
-
-class HTTPError(Rejected):
-    """Ends the exchange with an HTTP status, a JSON-RPC error body and optional headers."""
-
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        message: str,
-        data: Any = None,
-        request_id: Any = None,
-        headers: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        super().__init__(status, ProtocolError(code, message, data), request_id, headers)
 
 
 def sse_event(data: bytes, eid: str | None = None, event: str = "message") -> bytes:
@@ -66,7 +50,9 @@ def stream_slot() -> Iterator[None]:
     global _open_streams
     if _open_streams >= mcp_settings.MAX_STREAMS:
         retry_after = [(b"retry-after", str(mcp_settings.UNAVAILABLE_RETRY_AFTER).encode())]
-        raise HTTPError(503, jsonrpc.INTERNAL_ERROR, "Service Unavailable: too many open streams", headers=retry_after)
+        raise Refused(
+            "Service Unavailable: too many open streams", code=jsonrpc.INTERNAL_ERROR, status=503, headers=retry_after
+        )
     _open_streams += 1
     try:
         yield
@@ -143,7 +129,6 @@ __all__ = [
     "JSON_CT",
     "SSE_CT",
     "SSE_HEADERS",
-    "HTTPError",
     "StreamWriter",
     "ended_by_drain",
     "open_streams",

@@ -33,6 +33,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 
 from ..conf import mcp_settings
 from ..discovery import card_settings
+from ..exceptions import Refused, to_wire
 from ..protocol import extensions, jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.versions import ALL_REVISIONS, LATEST
@@ -165,8 +166,9 @@ async def call(server: MCPServer, message: dict[str, Any], caller: dispatch.Call
     request = jsonrpc.Request(message["id"], message["method"], message["params"])
     try:
         response = await dispatch.handle(server, request, REVISION, None, caller)
-    except dispatch.Rejected as exc:
-        return exc.message(), exc.status
+    except Refused as exc:
+        wire = to_wire(exc, message["id"])
+        return wire.message, wire.status
     if response is None:
         return jsonrpc.error_message(message["id"], ProtocolError(-32800, "Request cancelled")), 200
     return response, 200

@@ -5,23 +5,19 @@ Not the system checks (``django_mcp.checks``, ``django_mcp.auth.checks``): these
 The Channels consumer (``transports.http.MCPConsumer``) and the plain Django view
 (``django_mcp.transports.wsgi.mcp_view``, WSGI mode) call these with what they were given:
 an ASGI-shaped ``scope`` (the view builds one from its ``HttpRequest``) and the
-request headers as lower-case ``bytes`` names. Each raises ``HTTPError`` (or the
-auth ``Challenge``) with the status and JSON-RPC error both front ends answer.
+request headers as lower-case ``bytes`` names. Each raises a ``Refused`` (the auth
+``Challenge`` is one) that both front ends answer through ``exceptions.to_wire``.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from ..auth.bearer import authenticate_scope
 from ..conf import mcp_settings
-from ..protocol import jsonrpc
-from ..runtime.unavailable import DatabaseNotMigrated, unavailable
-from .base import JSON_CT, SSE_CT, HTTPError
+from ..exceptions import MethodNotAllowed, NotAcceptable, PayloadTooLarge, Refused, UnsupportedMediaType
+from .base import JSON_CT, SSE_CT
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
-
-logger = logging.getLogger("django_mcp")
 
 #: What a POST must be sent as.
 JSON_TYPE = "application/json"
@@ -35,13 +31,13 @@ def header(headers: dict[bytes, bytes], name: bytes) -> str | None:
 def check_origin(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
     """Development mode's loopback rule, then ``Host`` and ``Origin`` (DNS rebinding): 403."""
     if (refusal := unauthenticated_refusal(scope)) is not None:
-        raise HTTPError(403, jsonrpc.INVALID_REQUEST, refusal)
+        raise Refused(refusal)
     host = header(headers, b"host") or ""
     if not host_allowed(host):
-        raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Host not allowed")
+        raise Refused("Forbidden: Host not allowed")
     origin = header(headers, b"origin")
     if origin is not None and not origin_allowed(origin, host):
-        raise HTTPError(403, jsonrpc.INVALID_REQUEST, "Forbidden: Origin not allowed")
+        raise Refused("Forbidden: Origin not allowed")
 
 
 async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
@@ -64,35 +60,20 @@ def check_post(headers: dict[bytes, bytes]) -> None:
     """A POST's ``Content-Type`` (415), ``Accept`` (406) and declared ``Content-Length`` (413)."""
     ctype = (header(headers, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != JSON_TYPE:
-        raise HTTPError(415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json")
+        raise UnsupportedMediaType()
     if not accepts(headers, JSON_CT, SSE_CT):
-        raise HTTPError(
-            406,
-            jsonrpc.INVALID_REQUEST,
-            "Not Acceptable: Accept must include application/json and text/event-stream",
-        )
+        raise NotAcceptable("Not Acceptable: Accept must include application/json and text/event-stream")
     declared = headers.get(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > mcp_settings.MAX_BODY_SIZE:
         raise too_large()
 
 
-def too_large() -> HTTPError:
-    return HTTPError(413, jsonrpc.INVALID_REQUEST, f"Request body larger than {mcp_settings.MAX_BODY_SIZE} bytes")
+def too_large() -> PayloadTooLarge:
+    return PayloadTooLarge(f"Request body larger than {mcp_settings.MAX_BODY_SIZE} bytes")
 
 
-def failure(exc: Exception) -> HTTPError:
-    """What an unexpected exception answers: 503 + ``Retry-After`` for an unavailable backend, else 500."""
-    retry = unavailable(exc)  # the database, the layer or a pool: 503 + Retry-After, not a 500
-    if retry is not None:
-        if exc is retry and not isinstance(exc, DatabaseNotMigrated):  # that one was logged once, where it was found
-            logger.warning("MCP endpoint: %s", exc)
-        return HTTPError(503, retry.code, retry.message, retry.data, headers=retry.headers())
-    logger.exception("MCP endpoint failed")
-    return HTTPError(500, jsonrpc.INTERNAL_ERROR, "Internal error")
-
-
-def method_not_allowed(method: str, allow: bytes = b"GET, POST, DELETE") -> HTTPError:
-    return HTTPError(405, jsonrpc.INVALID_REQUEST, f"Method {method} not allowed", headers=[(b"allow", allow)])
+def method_not_allowed(method: str, allow: bytes = b"GET, POST, DELETE") -> MethodNotAllowed:
+    return MethodNotAllowed(f"Method {method} not allowed", headers=[(b"allow", allow)])
 
 
 __all__ = [
@@ -100,7 +81,6 @@ __all__ = [
     "authenticate",
     "check_origin",
     "check_post",
-    "failure",
     "header",
     "method_not_allowed",
     "too_large",

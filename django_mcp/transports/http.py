@@ -23,15 +23,17 @@ from typing import Any
 from channels.generic.http import AsyncHttpConsumer
 
 from ..conf import mcp_settings
+from ..exceptions import NotAcceptable
 from ..protocol import jsonrpc
 from ..runtime import dispatch
-from ..runtime.dispatch import Caller, Rejected
+from ..runtime.dispatch import Caller
 from ..runtime.drain import drain, shutdown_error
+from ..runtime.inflight import inflight
 from ..runtime.timers import Later, uncancel
 from ..server import MCPServer
 from ..state.sessions import SessionState
 from . import browsable, guards, resumable, streamable
-from .base import SSE_CT, HTTPError
+from .base import SSE_CT
 from .stateless import StatelessMixin
 from .streamable import VERSION_HEADER, Answer, Run
 
@@ -90,7 +92,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
                 raise
             uncancel(asyncio.current_task())
             await self.write(streamable.draining())
-        except Exception as exc:  # noqa: BLE001 - a refusal, a challenge, or logged by guards.failure (503/500)
+        except Exception as exc:  # noqa: BLE001 - a refusal (its status), else logged by to_wire (503/500)
             answer = streamable.failed(exc)
             with contextlib.suppress(Exception):
                 await self.write(answer)
@@ -129,9 +131,6 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
 
     async def json_response(self, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         await self.write(streamable.json_answer(status, payload, extra))
-
-    async def error_response(self, exc: Rejected) -> None:
-        await self.write(streamable.refused(exc))
 
     async def empty_response(self, status: int, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         await self.write(streamable.empty_answer(status, extra))
@@ -237,7 +236,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
 
         def closed() -> None:
             if cancel_on_close and handling:
-                dispatch.cancel_task(task)
+                inflight.cancel_task(task)
 
         # Most requests finish within a few milliseconds: watch for the client going away only
         # once a request has outlived that, saving a task (and a timer) on the hot path.
@@ -248,7 +247,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
                 watchers.append(asyncio.get_running_loop().create_task(self.watch_disconnect(closed)))
 
         _slow.add(self, watch)
-        dispatch.track(self, sid)
+        inflight.track(self, sid)
         interrupted = False
         try:
             try:
@@ -262,7 +261,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             finally:
                 handling = False
                 _slow.discard(self)
-                dispatch.untrack(self, sid)
+                inflight.untrack(self, sid)
             if response is None:
                 uncancel(task)
                 if interrupted:
@@ -296,7 +295,7 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
             await self.write(refusal)
             return
         if not self.accepts(SSE_CT):
-            raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include text/event-stream")
+            raise NotAcceptable("Not Acceptable: Accept must include text/event-stream")
         version = self.header(VERSION_HEADER)
         session = await streamable.find_session(self._headers, self.caller(), version=version)
         await resumable.serve_get(self, session, self.header(b"last-event-id"))
@@ -306,4 +305,4 @@ class MCPConsumer(StatelessMixin, AsyncHttpConsumer):  # type: ignore[misc]  # c
         await self.write(await streamable.delete(self._headers, self.caller()))
 
 
-__all__ = ["HTTPError", "MCPConsumer"]
+__all__ = ["MCPConsumer"]

@@ -22,6 +22,7 @@ import logging
 from typing import Any, Protocol
 
 from ..conf import mcp_settings
+from ..exceptions import BadRequest, Refused
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..runtime.unavailable import Unavailable
@@ -37,7 +38,7 @@ from ..state.event_store import (
 from ..state.hub import BROADCAST, Listener, hub, session_group
 from ..state.notifications import session_notification
 from ..state.sessions import SessionState
-from .base import SSE_HEADERS, HTTPError, StreamWriter, pump, sse_event, stream_slot
+from .base import SSE_HEADERS, StreamWriter, pump, sse_event, stream_slot
 
 logger = logging.getLogger("django_mcp")
 
@@ -67,12 +68,12 @@ async def serve_get(writer: SSEWriter, session: SessionState, last_event_id: str
             await GetStream(writer, session).run(*parsed_get)
             return
         if parse_event_id(last_event_id) is None:
-            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: malformed Last-Event-ID")
+            raise BadRequest("Bad Request: malformed Last-Event-ID")
         await GetStream(writer, session).run(None)  # an id from before positions were kept: start afresh
         return
     parsed = parse_event_id(last_event_id)
     if parsed is None:
-        raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: malformed Last-Event-ID")
+        raise BadRequest("Bad Request: malformed Last-Event-ID")
     stream_id, after = parsed
     await ResumedPost(writer, session, stream_id).run(after)
 
@@ -208,7 +209,7 @@ class ResumedPost:
                 await hub.join(group, on_event)
                 replay = await events.replay(self.session.id, stream_id, after)
                 if replay is None:
-                    raise HTTPError(404, jsonrpc.INVALID_REQUEST, "Unknown or expired event stream")
+                    raise Refused("Unknown or expired event stream", status=404)
                 await _open_sse(self.writer, self.session.id)
                 self.last = after
                 if await self._write_stored(replay) or await self._check():

@@ -13,14 +13,15 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
+from ..exceptions import BadRequest, MethodNotAllowed, NotAcceptable, Refused, UnsupportedMediaType, to_wire
 from ..protocol import jsonrpc
-from ..protocol.jsonrpc import ProtocolError
 from ..runtime import dispatch
 from ..runtime.drain import release
 from ..state.hub import BROADCAST, Listener, hub, session_group
 from ..state.notifications import session_notification
 from ..state.sessions import SessionState, store
-from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event
+from . import streamable
+from .base import SSE_CT, SSE_HEADERS, pump, sse_event
 from .http import MCPConsumer
 
 
@@ -63,15 +64,14 @@ class LegacySSEConsumer(MCPConsumer):
         elif method == "POST" and path.rstrip("/").endswith("/messages"):
             await self.post_message()
         else:
-            await self.json_response(
-                405,
-                jsonrpc.error_message(None, ProtocolError(jsonrpc.INVALID_REQUEST, f"Method {method} not allowed")),
-                [(b"allow", b"GET" if path.rstrip("/").endswith("/sse") else b"POST")],
+            allow = b"GET" if path.rstrip("/").endswith("/sse") else b"POST"
+            await self.write(
+                streamable.failed(MethodNotAllowed(f"Method {method} not allowed", headers=[(b"allow", allow)]))
             )
 
     async def open_stream(self) -> None:
         if not self.accepts(SSE_CT):
-            raise HTTPError(406, jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must include text/event-stream")
+            raise NotAcceptable("Not Acceptable: Accept must include text/event-stream")
         # The session exists from the moment the stream opens; initialize fills in the revision.
         auth = self.scope.get("mcp_auth")
         session = await store.create(
@@ -107,13 +107,11 @@ class LegacySSEConsumer(MCPConsumer):
     async def post_message(self) -> None:
         ctype = (self.header(b"content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            raise HTTPError(
-                415, jsonrpc.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
-            )
+            raise UnsupportedMediaType()
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("session_id") or query.get("sessionId") or [None])[0]
         if not sid:
-            raise HTTPError(400, jsonrpc.INVALID_REQUEST, "Bad Request: session_id is required")
+            raise BadRequest("Bad Request: session_id is required")
         caller = self.caller()
         session = await dispatch.find_session(sid, caller)
         message = dispatch.classify(dispatch.parse(await self.read_body()))
@@ -124,15 +122,15 @@ class LegacySSEConsumer(MCPConsumer):
             if message.method == "initialize":
                 try:
                     response = (await dispatch.initialize(self.get_server(), message, caller, session))[1]
-                except dispatch.Rejected as exc:
-                    response = exc.message()
+                except Refused as exc:
+                    response = to_wire(exc, message.id).message
             else:
                 try:
                     response = await dispatch.handle(
                         self.get_server(), message, session.revision, session, caller, outlet
                     )
-                except dispatch.Rejected as exc:  # answered 202 already: the refusal goes on the stream
-                    response = exc.message()
+                except Refused as exc:  # answered 202 already: the refusal goes on the stream
+                    response = to_wire(exc, message.id).message
             if response is not None:
                 await outlet.send(response)
         else:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import NotAcceptable, Refused
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..runtime import dispatch
-from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event, stream_slot
+from .base import SSE_CT, SSE_HEADERS, pump, sse_event, stream_slot
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -40,14 +41,13 @@ class StatelessMixin:
     async def listen(self, request: jsonrpc.Request, revision: str) -> None:
         """A ``subscriptions/listen`` stream: acknowledgement first, then the opted-in notifications."""
         if not self.accepts(SSE_CT):
-            raise HTTPError(
-                406, jsonrpc.INVALID_REQUEST, "Not Acceptable: subscriptions/listen needs text/event-stream"
-            )
+            raise NotAcceptable("Not Acceptable: subscriptions/listen needs text/event-stream")
         try:
             listening = await dispatch.listen_filter(self.get_server(), request, revision, self.caller())
+        except Refused:  # an unavailable store: its 503
+            raise
         except ProtocolError as exc:  # task ids from a client without the tasks extension: -32021
-            status = dispatch.status_for({"error": {"code": exc.code}})
-            raise HTTPError(status, exc.code, exc.message, exc.data, request.id) from None
+            raise Refused.of(exc, request.id) from None
         opened = False
 
         async def emit(message: dict[str, Any]) -> bool:

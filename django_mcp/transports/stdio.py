@@ -34,11 +34,13 @@ from django.contrib.auth.models import AnonymousUser
 
 from ..auth.bearer import AuthInfo
 from ..conf import mcp_settings
+from ..exceptions import Refused, to_wire
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.versions import LATEST_HANDSHAKE, STATELESS_REVISIONS
 from ..runtime import dispatch
-from ..runtime.dispatch import Caller, Rejected, has_envelope
+from ..runtime.dispatch import Caller, has_envelope
+from ..runtime.inflight import inflight
 from ..server import MCPServer, site
 from ..state.hub import BROADCAST, hub, session_group
 from ..state.notifications import session_notification
@@ -91,10 +93,7 @@ def modern_revision(request: jsonrpc.Request) -> str:
             "This connection serves the 2026-07-28 protocol; the initialize handshake is not accepted",
             {"supported": list(STATELESS_REVISIONS), "requested": (request.params or {}).get("protocolVersion")},
         )
-    try:
-        return dispatch.stateless_revision(request)
-    except Rejected as exc:
-        raise exc.error from None
+    return dispatch.stateless_revision(request)  # its refusal is the JSON-RPC error alone here
 
 
 class _Reader:
@@ -367,18 +366,16 @@ class StdioTransport:
                 raise ProtocolError(jsonrpc.INVALID_REQUEST, "Server not initialized: send initialize first")
             session = self.session
             return await dispatch.handle(self.server, request, session.revision, session, self.caller, outlet)
-        except ProtocolError as exc:
-            return jsonrpc.error_message(request.id, exc)
-        except Rejected as exc:  # refused at the door (a scope the token lacks): the error, without a status
-            return exc.message()
+        except ProtocolError as exc:  # a refusal at the door too (a scope the token lacks): no status here
+            return to_wire(exc, request.id).message
 
     async def _initialize(self, request: jsonrpc.Request) -> dict[str, Any]:
         if self.session is not None:
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INVALID_REQUEST, "Already initialized"))
         try:
             session, response = await dispatch.initialize(self.server, request, self.caller)
-        except Rejected as exc:
-            return exc.message()
+        except Refused as exc:
+            return to_wire(exc, request.id).message
         except Exception:
             logger.exception("MCP stdio: could not create the session (is the database migrated?)")
             return jsonrpc.error_message(request.id, ProtocolError(jsonrpc.INTERNAL_ERROR, "Internal error"))
@@ -391,8 +388,8 @@ class StdioTransport:
         """2025-03-26 batches: run the requests concurrently, answer them in one array."""
         try:
             responses = await dispatch.batch(items, self.session, self._run_batched, self.cancel)
-        except Rejected as exc:
-            await self.writer.write(exc.message())
+        except Refused as exc:
+            await self.writer.write(to_wire(exc).message)
             return
         if responses:
             await self.writer.write(responses)
@@ -420,7 +417,7 @@ class StdioTransport:
             return
         task, outlet = running
         outlet.closed = True
-        if self.session is None or not await dispatch.cancel_here(self.session.id, request_id):
+        if self.session is None or not await inflight.cancel_here(self.session.id, request_id):
             task.cancel()
 
     # -- server-initiated messages -------------------------------------------------------

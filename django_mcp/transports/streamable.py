@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-from ..auth.challenge import Challenge
+from ..exceptions import MethodNotAllowed, response_status, to_wire
 from ..protocol import jsonrpc
 from ..protocol.versions import LATEST, STATELESS_REVISIONS
 from ..runtime import dispatch
-from ..runtime.dispatch import Caller, Rejected
+from ..runtime.dispatch import Caller
 from ..runtime.drain import HEADERS as DRAIN_HEADERS
 from ..runtime.drain import drain, shutdown_error
 from ..server import MCPServer
 from ..state.sessions import SessionState, store
 from . import guards
-from .base import BODILESS, JSON_CT, HTTPError
+from .base import BODILESS, JSON_CT
 
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
@@ -65,17 +65,10 @@ def empty_answer(status: int, extra: Headers | None = None) -> Answer:
     return Answer(status, headers)
 
 
-def refused(exc: Rejected) -> Answer:
-    return json_answer(exc.status, exc.message(), getattr(exc, "headers", None))
-
-
-def failed(exc: Exception) -> Answer:
-    """Any exception a request raised, as its answer: a refusal, an auth challenge, or a logged 503/500."""
-    if isinstance(exc, Rejected):
-        return refused(exc)
-    if isinstance(exc, Challenge):
-        return refused(dispatch.challenge_rejection(exc))
-    return refused(guards.failure(exc))  # 503 + Retry-After for an unavailable backend, else 500
+def failed(exc: BaseException) -> Answer:
+    """Any exception a request raised, as its answer (``to_wire``): a refusal, or a logged 503/500."""
+    status, extra, message = to_wire(exc)
+    return json_answer(status, message, extra)
 
 
 def draining(request_id: Any = None) -> Answer:
@@ -91,7 +84,7 @@ def reply(run: Run, response: dict[str, Any]) -> Answer:
     """The JSON answer to a request that ran and streamed nothing."""
     if run.session is not None:
         return json_answer(200, response, [(SESSION_HEADER, run.session.id.encode())])
-    return json_answer(dispatch.status_for(response), response)
+    return json_answer(response_status(response), response)
 
 
 async def post(
@@ -136,7 +129,7 @@ def check_get(headers: dict[bytes, bytes]) -> Answer | None:
     if drain.refusing:
         return draining()
     if guards.header(headers, VERSION_HEADER) in STATELESS_REVISIONS:
-        raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no GET stream")
+        raise MethodNotAllowed("Method Not Allowed: 2026-07-28 has no GET stream")
     return None
 
 
@@ -150,7 +143,7 @@ async def find_session(
 async def delete(headers: dict[bytes, bytes], caller: Caller) -> Answer:
     """DELETE ends the caller's session (the stateless era has none: 405)."""
     if guards.header(headers, VERSION_HEADER) in STATELESS_REVISIONS:
-        raise HTTPError(405, jsonrpc.INVALID_REQUEST, "Method Not Allowed: 2026-07-28 has no sessions")
+        raise MethodNotAllowed("Method Not Allowed: 2026-07-28 has no sessions")
     session = await find_session(headers, caller)
     await store.end(session.id, caller.transport)
     return empty_answer(200)

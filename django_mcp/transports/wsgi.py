@@ -246,12 +246,12 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
                 # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405, which
                 # every handshake-era SDK session asks for once; Django would log each as a warning.
                 quiet = _response(
-                    streamable.refused(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
+                    streamable.failed(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
                 )
                 quiet._has_been_logged = True  # type: ignore[attr-defined]  # django.utils.log.log_response's mark
                 return quiet
             raise guards.method_not_allowed(method, ALLOW)
-        except Exception as exc:  # a refusal, a challenge, or logged by guards.failure (503/500)
+        except Exception as exc:  # a refusal (its status), else logged by to_wire (503/500)
             with contextlib.suppress(Exception):
                 return _response(streamable.failed(exc))
             raise
