@@ -22,8 +22,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import ROOT
 from tests.oauth.kit import PASSWORD, OAuthServer, start_oauth_server, stop_oauth_server
+from tests.support.servers import ROOT
 from tests.test_browser_oauth import CHROMIUM, need_chromium
 
 STAFF = f"""

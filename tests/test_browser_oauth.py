@@ -27,8 +27,8 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
-from tests.conftest import IN_CI
 from tests.oauth.kit import PASSWORD, OAuthServer, Storage, start_oauth_server, stop_oauth_server
+from tests.support.servers import IN_CI
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CLIENT_NAME = "Browser Test Client"

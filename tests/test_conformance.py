@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IN_CI, ROOT, LiveServer, server_env, start_server, start_task_worker
+from tests.support.servers import IN_CI, ROOT, LiveServer, server_env, start_server, start_task_worker
 
 pytestmark = pytest.mark.conformance
 
@@ -264,7 +264,6 @@ def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory
     """
     import asyncio
 
-    from tests.conftest import free_port
     from tests.oauth.kit import (
         EXAMPLE_USER,
         PASSWORD,
@@ -274,6 +273,7 @@ def test_authorization_server_scenarios(tmp_path_factory: pytest.TempPathFactory
         start_oauth_server,
         stop_oauth_server,
     )
+    from tests.support.servers import free_port
 
     if not _suite_available():
         message = "the conformance suite is not installed (run `make node`)"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LiveServer, server_env
+from tests.support.servers import LiveServer, server_env
+from tests.support.wsgi_server import start_wsgi_server
 from tests.test_conformance import (
     REVISIONS,
     SKILLS_SCENARIOS,
@@ -29,7 +30,6 @@ from tests.test_conformance import (
     serve_suite,
     server_scenarios,
 )
-from tests.wsgi_server import start_wsgi_server
 
 pytestmark = pytest.mark.conformance
 

@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer
-from tests.sse import SSEReader
 from tests.support.raw import ACCEPT, META, Raw
+from tests.support.servers import LiveServer
+from tests.support.sse import SSEReader
 from tests.test_sdk_client import Recorder
 
 

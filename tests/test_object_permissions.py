@@ -1,6 +1,6 @@
 """ModelResource with real object-permission backends through a live server and the official SDK client.
 
-``tests.objperm_settings`` next to Django's ``ModelBackend`` configures django-guardian's backend (per-object
+``tests.settings.settings_objperm`` next to Django's ``ModelBackend`` configures django-guardian's backend (per-object
 grants in its tables) or django-rules' (a predicate: "view_ledger" for everyone without an object, each
 ledger for its owner only). Alice owns ledgers 1-3 and bob 4-6, each with the grants; carol holds
 ``view_ledger`` model-wide; dave nothing. Every path a caller reads objects through is attacked:
@@ -21,7 +21,7 @@ from django.contrib.auth.backends import BaseBackend
 from django.test import override_settings
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import LiveServer, server_env, start_server
+from tests.support.servers import LiveServer, server_env, start_server
 from tests.test_model_resources import all_resources, client, read_error
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
@@ -53,8 +53,8 @@ print(json.dumps({**mine, "gadgets": [compass.pk, riddle.pk]}))
 @pytest.fixture(scope="module", params=["guardian", "rules"])
 def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Any]]:
     tmp = tmp_path_factory.mktemp(f"objperm-{request.param}")
-    env = server_env(tmp, settings="tests.objperm_settings", MCP_OBJPERM_BACKEND=request.param)
-    server = start_server(env, tmp / "daphne.log", app="tests.asgi_users:application")
+    env = server_env(tmp, settings="tests.settings.settings_objperm", MCP_OBJPERM_BACKEND=request.param)
+    server = start_server(env, tmp / "daphne.log", app="tests.settings.asgi_users:application")
     pks = json.loads(server.manage("shell", "-c", SETUP).splitlines()[-1])
     yield server, pks
     server.stop()

@@ -8,7 +8,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from tests.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 HANDSHAKE = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 

@@ -29,7 +29,7 @@ from mcp.client.stdio import stdio_client
 
 from django_mcp import Context
 from django_mcp.server import MCPServer
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 TIMEOUT = 60
 HANDSHAKE = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from django_mcp import Context
 from django_mcp.server import MCPServer
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 TIMEOUT = 60
 RESOURCE = "http://127.0.0.1:8000/mcp/"

@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from tests.conftest import LiveServer
-from tests.sse import SSEReader, first_event_then_drop
 from tests.support.raw import ACCEPT, Raw
+from tests.support.servers import LiveServer
+from tests.support.sse import SSEReader, first_event_then_drop
 
 
 @pytest.fixture

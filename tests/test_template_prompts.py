@@ -25,8 +25,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from django_mcp import TemplatePrompt
-from tests.conftest import LiveServer, drop_pg_database, server_env, start_server
 from tests.promptapp.mcp import NOTES, PNG
+from tests.support.servers import LiveServer, drop_pg_database, server_env, start_server
 
 MODES = ["legacy", "2026-07-28"]
 PNG_B64 = base64.b64encode(PNG).decode()

@@ -28,7 +28,7 @@ from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import LiveServer, free_port, server_env, start_server
+from tests.support.servers import LiveServer, free_port, server_env, start_server
 from tests.test_browser_oauth import CHROMIUM, need_chromium
 from tests.test_template_prompts import SETUP as SESSIONS
 from tests.uihost.serve import build as build_host

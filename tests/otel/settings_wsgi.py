@@ -1,6 +1,6 @@
-"""``tests.otel.settings`` in WSGI mode: the MCP endpoint is ``django_mcp.views.mcp_view`` (``tests.urls_wsgi``)."""
+"""``tests.otel.settings`` in WSGI mode: the endpoint is ``django_mcp.views.mcp_view`` (tests.settings.urls_wsgi)."""
 
 from tests.otel.settings import *  # noqa: F403
 
-ROOT_URLCONF = "tests.urls_wsgi"
+ROOT_URLCONF = "tests.settings.urls_wsgi"
 WSGI_APPLICATION = "tests.otel.wsgi.application"

@@ -2,6 +2,6 @@
 
 from django_mcp.urls_wsgi import endpoint_patterns
 from django_mcp.views import mcp_view
-from tests.urls import urlpatterns as base
+from tests.settings.urls import urlpatterns as base
 
 urlpatterns = [*base, *endpoint_patterns(view=mcp_view)]
