@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.seeds import USERS_SETUP
 from tests.support.servers import (
-    USERS_SETUP,
     LiveServer,
     _reachable,
     _run_id,

@@ -21,7 +21,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.servers import USERS_SETUP, LiveServer, drop_pg_database, server_env, start_server, start_task_worker
+from tests.support.seeds import USERS_SETUP
+from tests.support.servers import LiveServer, drop_pg_database, server_env, start_server, start_task_worker
 from tests.support.task_client import Modern
 
 READ = """

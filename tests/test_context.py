@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from tests.support.raw import ACCEPT, META, Raw
+from tests.support.sdk import Recorder
 from tests.support.servers import LiveServer
 from tests.support.sse import SSEReader
-from tests.test_sdk_client import Recorder
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])

@@ -276,16 +276,16 @@ def test_a_missing_scope_reaches_the_middleware_as_a_response_and_the_client_as_
     seen: list[dict[str, Any]],
 ) -> None:
     """The door's own refusal passes through the chain like any other answer; its status and challenge stay."""
-    from tests import test_door
+    from tests.support import door
 
     alice = User.objects.create_user("alice")
     with (
-        test_door._oauth_settings(),
+        door._oauth_settings(),
         override_settings(
-            ROOT_URLCONF="tests.test_door", DJANGO_MCP={**settings.DJANGO_MCP, "AUTH": "oauth", "MIDDLEWARE": CHAIN}
+            ROOT_URLCONF="tests.support.door", DJANGO_MCP={**settings.DJANGO_MCP, "AUTH": "oauth", "MIDDLEWARE": CHAIN}
         ),
     ):
-        http = test_door.HTTP(test_door._token(alice, "mcp"), "2025-11-25")
+        http = door.HTTP(door._token(alice, "mcp"), "2025-11-25")
         http.open()
         body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
         r = http.post({**body, "params": {"name": "vault_write", "arguments": {"text": "x"}}})

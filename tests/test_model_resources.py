@@ -18,10 +18,9 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from tests.support.callers import all_resources, client, read_error
 from tests.support.servers import LiveServer, server_env, start_server
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
@@ -101,39 +100,14 @@ class Notes:
         await asyncio.wait_for(poll(), timeout)
 
 
-def client(server: LiveServer, mode: str, user: str | None, **extra: Any) -> Client:
-    http = create_mcp_http_client(headers={"x-test-user": user} if user else None)
-    kwargs: dict[str, Any] = {"mode": mode, "read_timeout_seconds": 30, **extra}
-    if mode != "legacy":
-        kwargs["cache"] = None
-    return Client(streamable_http_client(server.url, http_client=http), **kwargs)
-
-
 @asynccontextmanager
 async def connect(live: tuple[LiveServer, Any], mode: str, user: str | None, **extra: Any) -> AsyncIterator[Client]:
-    async with client(live[0], mode, user, **extra) as c:
+    async with client(live[0].url, mode, user, **extra) as c:
         yield c
 
 
 def doc(pk: int) -> str:
     return DOC.format(pk=pk)
-
-
-async def all_resources(c: Client) -> list[types.Resource]:
-    out: list[types.Resource] = []
-    cursor: str | None = None
-    while True:
-        page = await c.list_resources(cursor=cursor)
-        out.extend(page.resources)
-        cursor = page.next_cursor
-        if cursor is None:
-            return out
-
-
-async def read_error(c: Client, uri: str) -> MCPError:
-    with pytest.raises(MCPError) as info:
-        await c.read_resource(uri)
-    return info.value
 
 
 # -- templates and reads -----------------------------------------------------------------

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
+from tests.support.seeds import USERS_SETUP
 from tests.support.servers import (
-    USERS_SETUP,
     LiveServer,
     TaskWorker,
     drop_pg_database,

@@ -14,9 +14,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.oauth.kit import PASSWORD, SETUP
+from tests.support.sdk import Recorder
 from tests.support.servers import LiveServer, server_env
 from tests.support.wsgi_server import start_wsgi_server
-from tests.test_sdk_client import Recorder
 
 ACCEPT = "application/json, text/event-stream"
 INIT = {

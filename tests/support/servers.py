@@ -392,18 +392,3 @@ def start_task_worker(env: dict[str, str], log: Path, cwd: Path = ROOT, interval
     ]  # fmt: skip
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     return TaskWorker(process, log)
-
-
-# -- callers with identities (DRF/view tools, per-user visibility, atomic calls) -------------------------------
-
-USERS_SETUP = """
-from django.contrib.auth.models import Permission, User
-from tests.drfapp.models import Item
-Item.objects.all().delete()
-alice, _ = User.objects.update_or_create(username="alice", defaults={"is_staff": True})
-alice.user_permissions.set(Permission.objects.filter(content_type__app_label="drfapp"))
-bob, _ = User.objects.update_or_create(username="bob", defaults={"is_staff": False})
-bob.user_permissions.clear()
-for name in ("carol", "dave"):  # the throttle test's own callers (throttles count per user)
-    User.objects.update_or_create(username=name)
-"""
