@@ -32,7 +32,7 @@ from benchmarks import cpu  # sets up Django with benchmarks.settings
 
 MODES = {
     "no middleware": [],
-    "audit": ["django_mcp.operations.audit.AuditMiddleware"],
+    "audit": ["django_mcp.audit.middleware.AuditMiddleware"],
 }
 
 
@@ -42,8 +42,8 @@ async def measure(
     from django.conf import settings
     from django.test import override_settings
 
+    from django_mcp.audit import middleware as audit
     from django_mcp.models import MCPCallRecord
-    from django_mcp.operations import audit
 
     per = max(1, requests // connections)
     best = dict.fromkeys(MODES, float("inf"))

@@ -12,7 +12,10 @@ so each row's difference to the one it is paired with is that part's cost:
 - the in-memory layer and cache against Redis (the layer's and the cache's round trips);
 - no audit log against the audit writer on PostgreSQL;
 - ``CONN_MAX_AGE = 0`` without a pool (Django's default) against the pool (a connection per request);
-- SQLite against PostgreSQL (what ``make bench`` runs on).
+- SQLite against PostgreSQL (what ``make bench`` runs on);
+- ``TOKEN_CACHE_MAX_AGE = 0`` against the token cache (the bearer token's check on every request). The
+  in-memory layer caches no token (no other process's revocation would reach it): the last row is SQLite
+  with the Redis layer, one worker's figure with the cache.
 
 Everything shares this machine's cores (nothing pinned): the figures are what the stack serves on it. A Redis
 of the run's own on a free port; PostgreSQL the shared server's, in a fresh database, dropped at the end.
@@ -57,6 +60,7 @@ class Variant:
     db: str = "pool"  # pool | no-pool | sqlite
     layer: str = "redis"  # redis | memory
     audit: bool = True
+    token_cache: bool = True
 
 
 #: (row, what its difference to the paired row costs a call)
@@ -69,6 +73,8 @@ VARIANTS = (
     Variant("1 uvicorn, no audit log", server="uvicorn", audit=False),
     Variant("1 uvicorn, CONN_MAX_AGE = 0, no pool", server="uvicorn", db="no-pool"),
     Variant("1 uvicorn, SQLite, in-memory layer", server="uvicorn", db="sqlite", layer="memory"),
+    Variant("1 uvicorn, token cache off", server="uvicorn", token_cache=False),
+    Variant("1 uvicorn, SQLite, Redis layer", server="uvicorn", db="sqlite"),
 )
 #: (the part, the row without it, the row with it)
 PARTS = (
@@ -79,6 +85,7 @@ PARTS = (
     ("the audit writer on PostgreSQL", "1 uvicorn, no audit log", "1 uvicorn"),
     ("no pool: a connection a request", "1 uvicorn", "1 uvicorn, CONN_MAX_AGE = 0, no pool"),
     ("PostgreSQL against SQLite", "1 uvicorn, SQLite, in-memory layer", "1 uvicorn, in-memory layer and cache"),
+    ("checking the bearer token each request", "1 uvicorn", "1 uvicorn, token cache off"),
 )
 
 
@@ -92,6 +99,7 @@ class Stack:
             "MCP_STACK_DB": variant.db,
             "MCP_STACK_LAYER": variant.layer,
             "MCP_STACK_AUDIT": "1" if variant.audit else "0",
+            "MCP_STACK_TOKEN_CACHE": "1" if variant.token_cache else "0",
         }
         self.processes: list[subprocess.Popen[bytes]] = []
         self.port = 0

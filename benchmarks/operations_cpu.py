@@ -30,11 +30,11 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
-from django_mcp.engine import Exchange  # noqa: E402
+from django_mcp.limits.middleware import Limits  # noqa: E402
+from django_mcp.limits.timeouts import Timeouts  # noqa: E402
 from django_mcp.middleware import Call  # noqa: E402
-from django_mcp.operations.limits import Limits  # noqa: E402
-from django_mcp.operations.timeouts import Timeouts  # noqa: E402
 from django_mcp.protocol import jsonrpc  # noqa: E402
+from django_mcp.runtime.engine import Exchange  # noqa: E402
 from django_mcp.server import site  # noqa: E402
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}

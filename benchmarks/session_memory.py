@@ -1,4 +1,4 @@
-"""Memory per idle session in ``django_mcp.sessions.store``, measured in-process with tracemalloc.
+"""Memory per idle session in ``django_mcp.state.sessions.store``, measured in-process with tracemalloc.
 
 Run through the Django shell (``run.py`` does this)::
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _short(filename: str) -> str:
-    """``django/db/models/manager.py``, ``django_mcp/sessions.py``, ``json/decoder.py``: paths without prefixes."""
+    """``django/db/models/manager.py``, ``django_mcp/state/sessions.py``, ``json/decoder.py``: short paths."""
     for marker in ("site-packages/", f"{ROOT}/"):
         if marker in filename:
             return filename.split(marker, 1)[1]
@@ -36,7 +36,7 @@ def _short(filename: str) -> str:
 
 
 async def _create(count: int) -> list[str]:
-    from django_mcp.sessions import store
+    from django_mcp.state.sessions import store
 
     ids = []
     for i in range(count):
@@ -48,7 +48,7 @@ async def _create(count: int) -> list[str]:
 
 
 async def _measure(count: int) -> dict[str, Any]:
-    from django_mcp.sessions import store
+    from django_mcp.state.sessions import store
 
     await _create(200)  # warm up: imports, query compilation, connection
     gc.collect()

@@ -4,7 +4,8 @@ docs/deployment.md gives (read from the page), with one part swapped out at a ti
 ``MCP_STACK_DB``: ``pool`` (the guide: PostgreSQL with Django's pool), ``no-pool`` (``CONN_MAX_AGE = 0``
 and no pool, Django's default), ``sqlite``. ``MCP_STACK_LAYER``: ``redis`` (the guide's channel layer and
 cache, at ``MCP_STACK_REDIS``, a Redis the benchmark started) or ``memory``. ``MCP_STACK_AUDIT=0``: no audit
-log. ``MCP_PG_NAME``: the database. The endpoint takes bearer tokens (``AUTH = "oauth"``), as the guide says.
+log. ``MCP_STACK_TOKEN_CACHE=0``: no token cache (``TOKEN_CACHE_MAX_AGE = 0``). ``MCP_PG_NAME``: the
+database. The endpoint takes bearer tokens (``AUTH = "oauth"``), as the guide says.
 """
 
 import os
@@ -45,3 +46,5 @@ DJANGO_MCP = {
     "VALIDATE_RESULTS": False,
     "AUDIT_LOG": os.environ.get("MCP_STACK_AUDIT", "1") == "1",
 }
+if os.environ.get("MCP_STACK_TOKEN_CACHE", "1") == "0":
+    DJANGO_MCP["TOKEN_CACHE_MAX_AGE"] = 0

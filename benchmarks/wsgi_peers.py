@@ -3,7 +3,7 @@
 Every server runs with the same number of worker processes (``--workers``, default 2) and
 exposes the same tool, ``echo(text) -> text``; the load is one ``tools/call`` per request:
 
-* ``ours-wsgi``      ``django_mcp.views.mcp_view`` under gunicorn sync workers
+* ``ours-wsgi``      ``django_mcp.transports.wsgi.mcp_view`` under gunicorn sync workers
                      (``benchmarks.settings_wsgi``), 2026-07-28 stateless and a 2025-11-25 session
 * ``ours-channels``  the Channels consumer (``tests.settings.asgi:application``) under uvicorn, same cases
 * ``django-mcp-server``  (PyPI) under gunicorn sync workers: a 2025-06-18 session (its only mode

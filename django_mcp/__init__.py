@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from .exceptions import MCPError, ToolError
     from .model_resources import ModelResource
     from .prompts import Message, assistant, user
+    from .runtime.sync_pool import run_sync
     from .server import MCPServer
-    from .sync import run_sync
     from .template_prompts import Argument, TemplatePrompt
 
     site: MCPServer

@@ -7,7 +7,7 @@ lists and refused on use, exactly as if it did not exist. Objects with nothing
 declared take a fast path that never leaves the event loop.
 
 Before all three, ``hidden``: what is hidden from every caller whatever their rights
-(the kill switches of ``django_mcp.operations.switches`` plug in here). Each hook
+(the kill switches of ``django_mcp.switches`` plug in here). Each hook
 answers from memory, so the lists stay free of I/O.
 """
 
@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .context import Context
-from .sync import run_sync
+from .runtime.sync_pool import run_sync
 
 if TYPE_CHECKING:
-    from .engine import Exchange
+    from .runtime.engine import Exchange
 
 Check = Callable[[Context], bool | Awaitable[bool]]
 

@@ -21,23 +21,18 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .audit_admin import calls_url, usage_url
-from .auditing import FULL, HIDDEN, REDACTED
-from .auth_clients import (
-    disable_clients,
-    enable_clients,
-    registration_scope,
-    revoke_tokens,
-    with_activity,
-)
-from .auth_clients import last_use as client_last_use
+from . import switches
+from .audit import redaction
+from .audit.admin import calls_url, usage_url
+from .audit.declaration import FULL, HIDDEN, REDACTED
+from .auth.clients import disable_clients, enable_clients, registration_scope, revoke_tokens, with_activity
+from .auth.clients import last_use as client_last_use
 from .checks import project_servers
 from .conf import mcp_settings
 from .models import InitialAccessToken, MCPClient, MCPSession, MCPSwitch, MCPTask, MCPTaskWorker
-from .operations import redaction, switches
 from .server import servers as task_servers
 from .server import site
-from .sessions import end_sessions_sync
+from .state.sessions import end_sessions_sync
 from .tasks import beat as task_beat
 from .tasks import store
 

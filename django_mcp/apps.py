@@ -30,7 +30,8 @@ class DjangoMCPConfig(AppConfig):
             view_tools,  # noqa: F401  (site.register_view)
         )
         from .auth import checks as auth_checks  # noqa: F401  # reason: as above (registers the OAuth checks)
-        from .auth_clients import connect_signals  # reason: as above
+        from .auth import token_cache  # reason: as above
+        from .auth.clients import connect_signals  # reason: as above
         from .server import site  # reason: as above
         from .tasks import methods, store  # noqa: F401  # reason: as above (methods: tasks/* methods, task tools)
 
@@ -43,11 +44,12 @@ class DjangoMCPConfig(AppConfig):
 
             beat.start()
         if _telemetry_on():  # session ends and task links, in processes that serve no request too
-            from .operations import telemetry  # reason: as above; imports nothing of OpenTelemetry itself
+            from .telemetry import middleware as telemetry  # reason: as above; imports nothing of OpenTelemetry itself
 
             telemetry.install()
         self.site = site
         connect_signals(self)
+        token_cache.connect_signals()
         # Before importing the apps' mcp modules: one that fails to import is then watched all the same.
         # The folders are taken now: after a failed setup, runserver empties the app registry.
         _app_dirs[:] = [Path(config.path) for config in apps.get_app_configs()]

@@ -16,7 +16,7 @@ from django.urls import path, re_path
 
 from . import app_bridge
 from .conf import mcp_settings
-from .heap import freeze_startup_heap
+from .runtime.gc_freeze import freeze_startup_heap
 
 
 def _channels() -> None:
@@ -39,8 +39,8 @@ def mcp_urlpatterns(server: Any = None, prefix: str | None = None) -> list[Any]:
     ``ImproperlyConfigured`` here: daphne and uvicorn run no system checks, so this stops them.
     """
     _channels()
+    from . import strict  # reason: needs the models; imported before django.setup()
     from .health import HealthEndpoint  # reason: needs the models; imported before django.setup()
-    from .operations import strict  # reason: needs the models; imported before django.setup()
     from .server import site  # reason: as above
     from .transports.http import MCPConsumer  # reason: needs the models; imported before django.setup()
     from .transports.sse_legacy import LegacySSEConsumer  # reason: needs the models; imported before django.setup()
@@ -74,10 +74,12 @@ def get_asgi_application(extra_patterns: list[Any] | None = None) -> Any:
     # reason: optional dependency (the asgi extra): importing this module needs no Channels
     from channels.routing import ProtocolTypeRouter, URLRouter
 
-    from .drain import DrainMiddleware  # reason: needs the models; this module is imported before django.setup()
+    from .runtime.drain import (
+        DrainMiddleware,  # reason: needs the models; this module is imported before django.setup()
+    )
 
     routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]  # type: ignore[arg-type]  # an ASGI app, routed by channels
-    # Outermost: a SIGTERM drain waits for every request, the project's own views included (django_mcp.drain).
+    # Outermost: a SIGTERM drain waits for every request, the project's own views included (django_mcp.runtime.drain).
     return DrainMiddleware(ProtocolTypeRouter({"http": URLRouter(routes)}))
 
 

@@ -17,17 +17,17 @@ from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from . import skills
+from . import skills, strict
 from .conf import DEFAULTS, IMPORT_STRINGS, SETTINGS, Setting, mcp_settings
-from .operations import strict, telemetry
 from .protocol import skills as skill_rules
 from .server import MCPServer, site
 from .server import servers as task_servers
 from .tasks import framework
+from .telemetry import middleware as telemetry
 
 
 def _served_by_view(endpoint: Any) -> bool:
-    """Whether the URLconf routes the endpoint to ``django_mcp.views`` (WSGI mode: no Channels needed)."""
+    """Whether the URLconf routes the endpoint to ``django_mcp.transports.wsgi`` (WSGI mode: no Channels needed)."""
     if not isinstance(endpoint, str):
         return False
 
@@ -37,7 +37,7 @@ def _served_by_view(endpoint: Any) -> bool:
         return False
     except Exception:  # noqa: BLE001 - a broken URLconf is Django's own check to report
         return False
-    return getattr(match.func, "__module__", "") == "django_mcp.views"
+    return getattr(match.func, "__module__", "") == "django_mcp.transports.wsgi"
 
 
 @register(Tags.compatibility)
@@ -156,7 +156,7 @@ _REPLACES_USER = ("django.contrib.auth.middleware.AuthenticationMiddleware",)
 @register(Tags.compatibility)
 def check_project_middleware(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     """``E212``: a middleware a call runs in cannot be imported; ``W050``: one would replace the caller."""
-    from . import project_middleware  # reason: the check needs the effective list, not the raw setting
+    from .runtime import project_middleware  # reason: the check needs the effective list, not the raw setting
 
     if SETTINGS["PROJECT_MIDDLEWARE"].problem(mcp_settings.PROJECT_MIDDLEWARE) is not None:
         return []  # E210 says what is wrong with the setting itself
@@ -272,7 +272,7 @@ def check_runserver(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     serves ``ASGI_APPLICATION``; it wins only when ``daphne`` comes before ``django.contrib.staticfiles``
     in ``INSTALLED_APPS``. Only checked with DEBUG on and ``ASGI_APPLICATION`` set (a deployment
     runs an ASGI server and never ``runserver``), and not when the URLconf routes the endpoint to
-    ``django_mcp.views`` (WSGI mode: any ``runserver`` serves it).
+    ``django_mcp.transports.wsgi`` (WSGI mode: any ``runserver`` serves it).
     """
     if not settings.DEBUG or not getattr(settings, "ASGI_APPLICATION", None):
         return []
@@ -661,7 +661,7 @@ def check_telemetry(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     return errors
 
 
-_TELEMETRY_PATH = "django_mcp.operations.telemetry.Telemetry"
+_TELEMETRY_PATH = "django_mcp.telemetry.middleware.Telemetry"
 
 
 def _is_telemetry(path: Any, cls: type) -> bool:

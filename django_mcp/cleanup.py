@@ -16,10 +16,10 @@ from django.core.cache.backends.db import DatabaseCache
 from django.db import connections, router
 from django.utils import timezone
 
-from .auth_clients import oauth_installed
+from .auth.clients import oauth_installed
 from .conf import mcp_settings
 from .models import MCPCallRecord, MCPSession, MCPTask
-from .sessions import expire_idle_sync, idle_sessions
+from .state.sessions import expire_idle_sync, idle_sessions
 from .tasks import beat, store
 
 #: Rows per DELETE statement.

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
 
-from . import rates
+from .limits import rates
 
 #: ``handler(exc, *, tool) -> dict | None`` (the ``EXCEPTION_HANDLER`` setting, once imported).
 ExceptionHandler = Callable[..., Any]
@@ -69,6 +69,8 @@ class DjangoMCPSettings(TypedDict, total=False):
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
     REQUIRE_AUDIENCE: bool
+    TOKEN_CACHE_MAX_AGE: float
+    TOKEN_CACHE_SIZE: int
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: str | TokenScopes | None
     SCOPE_GROUPS: Mapping[str, Sequence[str]]
@@ -101,7 +103,7 @@ class DjangoMCPSettings(TypedDict, total=False):
     REGISTRATION_MAX_REDIRECT_URIS: int
     REGISTRATION_MAX_URI_LENGTH: int
     REGISTRATION_MAX_EXTRA_METADATA: int
-    REGISTRATION_RATE_LIMIT: Sequence[int] | None
+    REGISTRATION_RATE_LIMIT: str | Sequence[int] | None
     REGISTRATION_RATE_CACHE: str
     EVENT_STORE_SESSION_MAX_EVENTS: int
     EVENT_STORE_BROADCAST_MAX_EVENTS: int
@@ -285,6 +287,8 @@ def _regex(value: str) -> bool:
 
 
 def _rate_limit(value: Any) -> bool:
+    if isinstance(value, str):
+        return rates.valid(value)
     return value is None or (
         len(value) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value)
     )
@@ -327,11 +331,11 @@ DEFAULT_SENSITIVE_KEYS = "API|AUTH|TOKEN|KEY|SECRET|PASS|PWD|SIGNATURE|COOKIE|CR
 
 #: The built-in middleware, in its default order (``MIDDLEWARE``): each is a feature of docs/operations.md.
 DEFAULT_MIDDLEWARE: tuple[str, ...] = (
-    "django_mcp.operations.telemetry.Telemetry",
-    "django_mcp.operations.audit.AuditMiddleware",
-    "django_mcp.operations.switches.KillSwitches",
-    "django_mcp.operations.limits.Limits",
-    "django_mcp.operations.timeouts.Timeouts",
+    "django_mcp.telemetry.middleware.Telemetry",
+    "django_mcp.audit.middleware.AuditMiddleware",
+    "django_mcp.switches.KillSwitches",
+    "django_mcp.limits.middleware.Limits",
+    "django_mcp.limits.timeouts.Timeouts",
 )
 
 
@@ -433,6 +437,12 @@ SETTINGS: dict[str, Setting] = {
     "ALLOW_ANONYMOUS_REGISTRATION": _bool("django_mcp.E123", default=True),
     # Refuse tokens that name no audience (RFC 8707 ``resource``): a token must be issued for this endpoint.
     "REQUIRE_AUDIENCE": _bool("django_mcp.E124", default=True),
+    # Seconds a worker may answer a repeated OAuth access token from memory (no query, no thread) before it
+    # checks it again; 0 turns the cache off. Revocation, a disabled client or user reaches every worker at once
+    # over the channel layer: this bounds only a change whose broadcast was lost (docs/auth.md).
+    "TOKEN_CACHE_MAX_AGE": _seconds("django_mcp.E295", zero=True, default=10),
+    # Most verified tokens a worker keeps; past it the least recently used is dropped (and checked again).
+    "TOKEN_CACHE_SIZE": _int("django_mcp.E296", default=10000),
     # The project's own API tokens (docs/auth.md): DRF-style authentication classes tried on a bearer (or
     # their own keyword's) Authorization header that DOT does not accept; dotted paths or the classes.
     "AUTHENTICATION_CLASSES": Setting(
@@ -474,7 +484,7 @@ SETTINGS: dict[str, Setting] = {
     "SESSION_RETENTION": _seconds("django_mcp.E128", zero=True, default=86400),
     # Seconds each backend check of the health endpoint may take before it counts as down.
     "HEALTH_TIMEOUT": _seconds("django_mcp.E129", default=2),
-    # -- Sync code and the database (django_mcp.sync, django_mcp.unavailable) --
+    # -- Sync code and the database (django_mcp.runtime.sync_pool, django_mcp.runtime.unavailable) --
     # Threads running sync user code (tools, views, ModelResource reads, permission checks, templates)
     # per worker process; each holds a database connection: keep the total under max_connections.
     "SYNC_WORKERS": _int("django_mcp.E130", default=12),
@@ -482,7 +492,8 @@ SETTINGS: dict[str, Setting] = {
     "SYNC_QUEUE_TIMEOUT": _seconds("django_mcp.E131", zero=True, default=30),
     # Threads for the package's own queries (sessions, bearer tokens): never queued behind a tool.
     "SYNC_BOOKKEEPING_WORKERS": _int("django_mcp.E132", default=4),
-    # gc.freeze() the heap loaded at startup: a full collection then walks only what was made since (django_mcp.heap).
+    # gc.freeze() the heap loaded at startup: a full collection then walks only what was made since
+    # (django_mcp.runtime.gc_freeze).
     "GC_FREEZE": _bool("django_mcp.E193", default=True),
     # Retry-After (seconds) sent with 503 while the database is unreachable or the pool stays full.
     "UNAVAILABLE_RETRY_AFTER": _int("django_mcp.E133", minimum=0, default=2),
@@ -565,13 +576,14 @@ SETTINGS: dict[str, Setting] = {
     "REGISTRATION_MAX_REDIRECT_URIS": _int("django_mcp.E136", default=10),
     "REGISTRATION_MAX_URI_LENGTH": _int("django_mcp.E137", default=2048),
     "REGISTRATION_MAX_EXTRA_METADATA": _int("django_mcp.E138", minimum=0, default=4096),
-    # Anonymous registrations per client address: [count, seconds] (429 with Retry-After above it); None: no limit.
+    # Anonymous registrations per client address, in the rate limits' syntax ("20/hour"; 429 with Retry-After
+    # above it); [count, seconds] is read as one rate; None: no limit.
     "REGISTRATION_RATE_LIMIT": Setting(
         "django_mcp.E139",
-        "[count, seconds] (two positive ints) or None",
-        (*_SEQUENCE, type(None)),
+        "a rate string such as '20/hour', [count, seconds] (two positive ints) or None",
+        (str, *_SEQUENCE, type(None)),
         _rate_limit,
-        default=[20, 3600],
+        default="20/hour",
     ),
     # Django cache alias counting registrations (shared by all workers when it is Redis or a database cache).
     "REGISTRATION_RATE_CACHE": _alias("django_mcp.E140", "CACHES", default="default"),
@@ -619,7 +631,7 @@ SETTINGS: dict[str, Setting] = {
         default=list(DEFAULT_MIDDLEWARE),
     ),
     # The project's own Django middleware each call runs in, on a request whose user is the caller
-    # (django_mcp.project_middleware, docs/existing-projects.md): None, the project's MIDDLEWARE less Django's
+    # (django_mcp.runtime.project_middleware, docs/existing-projects.md): None, the project's MIDDLEWARE less Django's
     # own and other HTTP-only middleware; [] for none.
     "PROJECT_MIDDLEWARE": Setting(
         "django_mcp.E210",
@@ -636,7 +648,7 @@ SETTINGS: dict[str, Setting] = {
         lambda v: all(isinstance(p, str) for p in v),
         default=[],
     ),
-    # -- Telemetry (django_mcp.operations.telemetry; the `otel` extra) --
+    # -- Telemetry (django_mcp.telemetry.middleware; the `otel` extra) --
     # OpenTelemetry spans and metrics per the MCP semantic conventions; off: nothing of OpenTelemetry is imported.
     "TELEMETRY": _bool("django_mcp.E185", default=False),
     # The resource URI as the span name's target of resources/* requests (high cardinality, so opt-in).
@@ -693,7 +705,7 @@ SETTINGS: dict[str, Setting] = {
         lambda v: v is None or v > 0,
         default=4 * 1024 * 1024,
     ),
-    # -- Operations: the audit log (django_mcp.operations.audit, docs/operations.md) --
+    # -- Operations: the audit log (django_mcp.audit.middleware, docs/operations.md) --
     # Record every tools/call, resources/read, prompts/get and task run in MCPCallRecord (the admin's "MCP calls").
     "AUDIT_LOG": _bool("django_mcp.E160", default=True),
     # Seconds mcp_cleanup keeps audit records (30 days).
@@ -803,6 +815,8 @@ class MCPSettings:
     SCOPES: Mapping[str, str]
     ALLOW_ANONYMOUS_REGISTRATION: bool
     REQUIRE_AUDIENCE: bool
+    TOKEN_CACHE_MAX_AGE: float
+    TOKEN_CACHE_SIZE: int
     AUTHENTICATION_CLASSES: Sequence[str | type]
     TOKEN_SCOPES: TokenScopes | None  # imported on first access
     SCOPE_GROUPS: Mapping[str, Sequence[str]]
@@ -835,7 +849,7 @@ class MCPSettings:
     REGISTRATION_MAX_REDIRECT_URIS: int
     REGISTRATION_MAX_URI_LENGTH: int
     REGISTRATION_MAX_EXTRA_METADATA: int
-    REGISTRATION_RATE_LIMIT: Sequence[int] | None
+    REGISTRATION_RATE_LIMIT: str | Sequence[int] | None
     REGISTRATION_RATE_CACHE: str
     EVENT_STORE_SESSION_MAX_EVENTS: int
     EVENT_STORE_BROADCAST_MAX_EVENTS: int

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
     from .auth.bearer import AuthInfo
-    from .engine import Exchange
+    from .runtime.engine import Exchange
     from .server import MCPServer
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]

@@ -47,7 +47,7 @@ class Refused(MCPError):
 
 
 class RateLimited(Refused):
-    """A caller over one of its limits (``django_mcp.operations.limits``): 429 with ``Retry-After``.
+    """A caller over one of its limits (``django_mcp.limits.middleware``): 429 with ``Retry-After``.
 
     ``limit`` names which (``"user"``, ``"tool"``, ``"tasks.active.user"``...); stdio, which has no
     statuses, writes the JSON-RPC error alone, whose data carries the same delay.

@@ -22,12 +22,13 @@ from typing import Any
 
 from django.db import connection
 
+from .auth import token_cache
 from .conf import mcp_settings
-from .drain import RETRY_AFTER, drain
-from .routing import channel_layer
+from .runtime.drain import RETRY_AFTER, drain
+from .runtime.sync_pool import run_bookkeeping
 from .server import servers
-from .sessions import store
-from .sync import run_bookkeeping
+from .state.hub import channel_layer
+from .state.sessions import store
 from .tasks import framework
 from .tasks import store as task_store
 from .transports.base import open_streams
@@ -101,6 +102,7 @@ async def report() -> tuple[int, dict[str, Any]]:
         "checks": {"database": database, "channel_layer": layer},
         "worker": {
             "sessions_cached": len(store),
+            "tokens_cached": len(token_cache.cache),
             "open_streams": open_streams(),
             "requests_in_flight": drain.in_flight(),
         },

@@ -42,7 +42,7 @@ from django.utils.module_loading import import_string
 from .protocol import jsonrpc
 
 if TYPE_CHECKING:
-    from .engine import Exchange
+    from .runtime.engine import Exchange
 
 #: ``await call_next(call)``: the rest of the chain, then the engine; the response message or None.
 CallNext = Callable[["Call"], Awaitable["dict[str, Any] | None"]]

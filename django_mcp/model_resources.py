@@ -4,7 +4,7 @@ One declaration contributes one resource template (``django://<app>/<model>/{pk}
 by default) whose reads serialize one object, the objects themselves to
 ``resources/list``, completions of the template's variables, and change
 notifications from model signals (see ``model_signals``). Every ORM call runs in
-one hop to the sync pool (``django_mcp.sync``) per request, so the event loop never blocks.
+one hop to the sync pool (``django_mcp.runtime.sync_pool``) per request, so the event loop never blocks.
 
 Importing this module lets ``MCPServer.register`` take a ``ModelResource`` and puts the
 model objects into ``resources/list`` (``server.hooks``): the server imports no mapping.
@@ -41,20 +41,21 @@ from django.db.models import ForeignObjectRel, Q, QuerySet
 from django.utils.module_loading import import_string
 from django.utils.text import capfirst
 
-from . import model_signals, project_middleware
+from . import model_signals
 from .access import Check, visible
 from .conf import mcp_settings
 from .context import Context
 from .exceptions import InvalidParams, MCPError, ResourceNotFound, ToolError
 from .protocol.uri_template import URITemplate
 from .resources import ResourceTemplate
+from .runtime import project_middleware
+from .runtime.sync_pool import run_sync
 from .server import MCPServer, hooks
 from .signature import EMPTY, Parameter, Signature, arguments_model, model_name
-from .sync import run_sync
 from .tools import Tool
 
 if TYPE_CHECKING:
-    from .engine import Exchange
+    from .runtime.engine import Exchange
 
 MAX_COMPLETIONS = 100
 #: Rows a page of ``resources/list`` examines at most when each object is asked ``has_permission``: a caller

@@ -19,7 +19,7 @@ from asgiref.sync import async_to_sync
 from django.db import models, transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
-from .routing import hub
+from .state.hub import hub
 
 if TYPE_CHECKING:
     from .model_resources import ModelResource

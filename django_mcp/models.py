@@ -265,7 +265,7 @@ class MCPSwitch(models.Model):
     Keyed by kind and name (a tool's or prompt's name, a resource's URI, a template's URI
     template), so it applies on every ``MCPServer`` that registers that name. Rows are made
     for every registered object when staff open the admin list; only ``enabled=False``
-    matters. Each worker keeps the switched-off set in memory (``django_mcp.operations.switches``).
+    matters. Each worker keeps the switched-off set in memory (``django_mcp.switches``).
     """
 
     TOOL = "tool"
@@ -322,7 +322,7 @@ class MCPCallRecord(models.Model):
     """One audited request: a ``tools/call``, ``resources/read``, ``prompts/get`` or a task's run.
 
     Written in batches by the audit middleware's background writer
-    (``django_mcp.operations.audit``), pruned by ``manage.py mcp_cleanup`` after
+    (``django_mcp.audit.middleware``), pruned by ``manage.py mcp_cleanup`` after
     ``AUDIT_RETENTION``. The user is kept by id *and* by name: a record outlives the
     account (``SET_NULL``, no database constraint, so a batch never fails on a user
     deleted since the call). Only a session's prefix is stored: a live id is a credential.

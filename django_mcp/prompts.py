@@ -14,12 +14,12 @@ from typing import Any
 
 import mcp_types as types
 
-from . import project_middleware
 from .access import Check, Guard
-from .auditing import REDACTED, AuditPolicy, check_policy
+from .audit.declaration import REDACTED, AuditPolicy, check_policy
 from .content import CONTENT_TYPES, Role, dump
 from .context import Context
 from .resources import Completer
+from .runtime import project_middleware
 from .signature import context_parameter
 
 
@@ -59,7 +59,7 @@ class Prompt(Guard):
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
     complete: dict[str, Completer | Sequence[str]] = field(default_factory=dict)
-    #: What the audit log keeps of a ``prompts/get`` (``django_mcp.auditing``).
+    #: What the audit log keeps of a ``prompts/get`` (``django_mcp.audit.declaration``).
     audit: AuditPolicy = REDACTED
     arguments: list[dict[str, Any]] = field(init=False)
     #: The parameter that receives the ``Context`` (``signature.context_parameter``).

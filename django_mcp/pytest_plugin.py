@@ -10,7 +10,7 @@ Nothing Django is imported until a fixture runs: projects without Django setting
 not affected. The fixtures need pytest-django.
 
 The audit log's records are not written by a background thread under pytest (it would write
-outside each test's transaction): call ``django_mcp.operations.audit.flush()`` to write them,
+outside each test's transaction): call ``django_mcp.audit.middleware.flush()`` to write them,
 inside the test's transaction. Each test starts with an empty buffer.
 """
 
@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from .operations import writer  # reason: Django-free, and must be set before any call is recorded
+    from .audit import writer  # reason: Django-free, and must be set before any call is recorded
 
     writer.manual()
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures run (and record calls of their own)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    from .operations import writer  # reason: as above
+    from .audit import writer  # reason: as above
 
     writer.discard_all()  # what an earlier test's calls left unflushed is not this test's
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import mcp_types as types
 
-from . import project_middleware
 from .access import Check, Guard
-from .auditing import REDACTED, AuditPolicy, check_policy
+from .audit.declaration import REDACTED, AuditPolicy, check_policy
 from .context import Context
 from .protocol.uri_template import URITemplate
+from .runtime import project_middleware
 from .signature import context_parameter
 
 Completer = Callable[..., Any]
@@ -58,7 +58,7 @@ class Resource(Guard):
     scopes: list[str] = field(default_factory=list)
     permissions: list[str] = field(default_factory=list)
     check: Check | None = None
-    #: What the audit log keeps of a ``resources/read`` (``django_mcp.auditing``; a read has no arguments).
+    #: What the audit log keeps of a ``resources/read`` (``django_mcp.audit.declaration``; a read has no arguments).
     audit: AuditPolicy = REDACTED
     #: The parameter that receives the ``Context`` (``signature.context_parameter``).
     ctx_param: str | None = field(init=False, default=None)

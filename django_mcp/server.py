@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from pydantic import ValidationError
 
 from .access import Check, visible
-from .auditing import REDACTED, AuditPolicy
+from .audit.declaration import REDACTED, AuditPolicy
 from .conf import mcp_settings
 from .context import LOG_LEVELS, Context
 from .exceptions import BeginTask, InputRequired, InvalidParams, MethodNotFound, ResourceNotFound, handle_exception
@@ -33,18 +33,18 @@ from .protocol.jsonrpc import ProtocolError
 from .protocol.uri_template import URITemplate
 from .protocol.versions import ALL_REVISIONS, at_least
 from .resources import Completer, Resource, ResourceTemplate
-from .routing import hub, long_lived
+from .runtime.sync_pool import drop_shared_connections, in_user_pool
+from .runtime.unavailable import database_error
 from .skills import HANDLERS as SKILL_HANDLERS
 from .skills import Skill, from_folder, from_template, from_text
 from .skills import target as skill_target
-from .sync import drop_shared_connections, in_user_pool
+from .state.hub import hub, long_lived
 from .tools import TaskSupport, Tool
-from .unavailable import database_error
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .engine import Exchange
     from .model_resources import ModelResource  # annotations only: ModelResource plugs in through hooks.kinds
+    from .runtime.engine import Exchange
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[["MCPServer", dict[str, Any], "Exchange"], Awaitable[dict[str, Any]]]

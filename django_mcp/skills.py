@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from .access import Check, Guard, hidden, visible
-from .auditing import REDACTED, AuditPolicy
+from .audit.declaration import REDACTED, AuditPolicy
 from .conf import mcp_settings
 from .exceptions import InvalidParams, MethodNotFound, ResourceNotFound
 from .protocol import skills as rules
@@ -34,7 +34,7 @@ from .protocol.skills import SkillError
 from .resources import Resource, ResourceTemplate
 
 if TYPE_CHECKING:
-    from .engine import Exchange
+    from .runtime.engine import Exchange
     from .server import MCPServer
 
 logger = logging.getLogger("django_mcp")

@@ -34,14 +34,14 @@ from django.template.loader import get_template
 from django.utils.datastructures import MultiValueDict
 from django.utils.functional import Promise
 
-from . import project_middleware
 from .access import Check
 from .content import dump
 from .context import Context
 from .exceptions import InvalidParams
 from .prompts import Prompt
 from .resources import Completer
-from .sync import run_sync
+from .runtime import project_middleware
+from .runtime.sync_pool import run_sync
 
 StrOrPromise = Union[str, Promise]  # noqa: UP007  # a runtime alias: py3.10 has no str | Promise here
 ROLES = ("user", "assistant")

@@ -40,13 +40,13 @@ from mcp_types import (
 )
 from pydantic import BaseModel
 
-from . import dispatch
 from .auth.bearer import AuthInfo
 from .protocol import jsonrpc
 from .protocol.versions import ALL_REVISIONS, LATEST, is_stateless
-from .routing import hub
+from .runtime import dispatch
 from .server import site
-from .sessions import store
+from .state.hub import hub
+from .state.sessions import store
 from .version import __version__
 
 M = TypeVar("M", bound=BaseModel)

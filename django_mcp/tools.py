@@ -3,7 +3,7 @@
 The signature becomes a pydantic model (JSON Schema 2020-12 with ``$defs`` for
 the ``inputSchema``), the docstring the description, and a typed return the
 ``outputSchema`` plus ``structuredContent``; ``django_mcp.signature`` reads them.
-Sync callables run in the bounded sync pool (``django_mcp.sync``); async ones
+Sync callables run in the bounded sync pool (``django_mcp.runtime.sync_pool``); async ones
 run on the event loop.
 """
 
@@ -23,16 +23,17 @@ import mcp_types
 from django.db import DatabaseError, connections
 from pydantic import BaseModel, TypeAdapter
 
-from . import project_middleware, rates
 from .access import Check, Guard
-from .auditing import REDACTED, AuditPolicy, check_policy
+from .audit.declaration import REDACTED, AuditPolicy, check_policy
 from .conf import mcp_settings
 from .content import CONTENT_TYPES, dump
 from .context import Context
+from .limits import rates
 from .protocol import extensions
+from .runtime import project_middleware
+from .runtime.sync_pool import user_pool
 from .signature import Signature
-from .sync import user_pool
-from .writelock import tool_transaction
+from .state.writelock import tool_transaction
 
 R = TypeVar("R")
 
@@ -99,7 +100,7 @@ class Tool(Guard):
     #: Seconds a call (or a task's run) may take before it answers a timed-out tool error; None: the
     #: ``TOOL_TIMEOUT`` (``TASK_TIMEOUT`` for a task's run) setting, ``math.inf``: none.
     timeout: float | None = None
-    #: What the audit log keeps of a call (``django_mcp.auditing``): "redacted", "hidden", "full" or False.
+    #: What the audit log keeps of a call (``django_mcp.audit.declaration``): "redacted", "hidden", "full" or False.
     audit: AuditPolicy = REDACTED
     #: The MCP App that shows this tool's results in a host (``django_mcp.ui.UI``, or a template name that
     #: ``django_mcp.ui`` makes one of when the tool is added to a server); None: text only.

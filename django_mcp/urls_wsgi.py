@@ -1,7 +1,7 @@
 """``path("", include("django_mcp.urls_wsgi"))``: the MCP endpoint as a Django view (WSGI mode).
 
 For projects served by a WSGI server without Channels (gunicorn sync workers).
-Include it at the site root: it mounts ``django_mcp.views.mcp_wsgi_view`` at the
+Include it at the site root: it mounts ``django_mcp.transports.wsgi.mcp_wsgi_view`` at the
 ``ENDPOINT`` path (``/mcp/``), with and without the trailing slash, so a POST to
 ``/mcp`` is not redirected by ``APPEND_SLASH``. The OAuth side stays ``django_mcp.urls``.
 Under a prefix, include it there as ``django_mcp.urls``: ``path("plugins/mcp/", include("django_mcp.urls_wsgi"))``
@@ -19,7 +19,7 @@ from django.urls import path, re_path
 
 from . import app_bridge
 from .conf import endpoint_under_prefix
-from .views import mcp_wsgi_view
+from .transports.wsgi import mcp_wsgi_view
 
 
 def endpoint_patterns(prefix: str | None = None, view: Any = mcp_wsgi_view) -> list[Any]:

@@ -28,13 +28,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import strip_tags
 from pydantic import BaseModel, TypeAdapter
 
-from . import project_middleware
 from .access import Check
-from .auditing import REDACTED, AuditPolicy
+from .audit.declaration import REDACTED, AuditPolicy
 from .content import image
 from .context import Context
 from .exceptions import ToolError
-from .project_middleware import build_request
+from .runtime import project_middleware
+from .runtime.project_middleware import build_request
 from .server import hooks
 from .signature import EMPTY, Parameter, Signature, arguments_model, model_name, model_parameters, parse_docstring
 from .tools import TaskSupport, Tool

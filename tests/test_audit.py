@@ -28,14 +28,14 @@ from django.urls import re_path
 from django.utils import timezone
 
 from django_mcp import Context, MCPServer, ToolError
+from django_mcp.audit import calllog, middleware
+from django_mcp.audit.redaction import SUBSTITUTE
+from django_mcp.audit.writer import BatchWriter
 from django_mcp.models import MCPCallRecord
-from django_mcp.operations import audit, calllog
-from django_mcp.operations.redaction import SUBSTITUTE
-from django_mcp.operations.writer import BatchWriter
 from django_mcp.tasks import EXTENSION
 from django_mcp.test import MCPClientError, MCPTestClient
 from django_mcp.tools import Tool
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 
 server = MCPServer("audit-tests")
 
@@ -99,7 +99,7 @@ def greet(name: str, password: str = "") -> str:
 
 
 urlpatterns = [re_path(r"^mcp/?$", mcp_view_for(server, wsgi=True))]
-CHAIN = ["django_mcp.operations.audit.AuditMiddleware", "tests.support.middlewares.Refuse"]
+CHAIN = ["django_mcp.audit.middleware.AuditMiddleware", "tests.support.middlewares.Refuse"]
 
 
 def audited(**extra: Any) -> Any:
@@ -108,7 +108,7 @@ def audited(**extra: Any) -> Any:
 
 
 def records(**filters: Any) -> list[MCPCallRecord]:
-    audit.flush()
+    middleware.flush()
     return list(MCPCallRecord.objects.filter(**filters).order_by("id"))
 
 
@@ -367,8 +367,8 @@ async def wait(ctx: Context) -> str:
 async def test_a_cancelled_call_is_recorded_as_cancelled() -> None:
     from asgiref.sync import sync_to_async
 
-    from django_mcp import dispatch
     from django_mcp.protocol import jsonrpc
+    from django_mcp.runtime import dispatch
 
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     request = jsonrpc.Request(id=7, method="tools/call", params={"name": "wait", "arguments": {}, "_meta": meta})
@@ -489,15 +489,15 @@ def test_the_log_line_needs_no_database_record(call_log: Collect) -> None:
 
 @pytest.mark.django_db
 def test_a_full_buffer_drops_the_oldest_with_a_counted_warning(caplog: pytest.LogCaptureFixture) -> None:
-    before = audit.writer.dropped
+    before = middleware.writer.dropped
     with audited(AUDIT_BUFFER_SIZE=3), caplog.at_level(logging.WARNING, "django_mcp"):
-        audit.writer._warned_at = 0.0  # the warning is rate-limited per process: let this test see it
+        middleware.writer._warned_at = 0.0  # the warning is rate-limited per process: let this test see it
         client = MCPTestClient(server)
         for n in range(5):
             call(client, "search", {"query": str(n)})
         kept = records()
     assert [r.arguments["query"] for r in kept] == ["2", "3", "4"]
-    assert audit.writer.dropped - before == 2
+    assert middleware.writer.dropped - before == 2
     assert any("audit buffer is full (3 items): dropped the" in m for m in caplog.messages), caplog.messages
 
 
@@ -580,7 +580,7 @@ def test_what_arrives_during_a_write_waits_for_a_full_batch_or_a_wake() -> None:
 
 
 def test_a_failing_database_keeps_the_records_until_it_is_back(caplog: pytest.LogCaptureFixture) -> None:
-    """An outage is logged once, in one line without a traceback (audit.writer's ``away``); the rest with one."""
+    """An outage is logged once, in one line without a traceback (middleware.writer's ``away``); the rest with one."""
     written: list[int] = []
     down = threading.Event()
     down.set()
@@ -630,11 +630,16 @@ def test_the_background_writer_inserts_records_through_its_own_connection() -> N
         client.force_authenticate(dana, scopes=["mcp"], client_id="client-d")
         for n in range(4):
             call(client, "search", {"query": str(n)})
-    entries: list[audit.Entry] = []
-    while len(audit.writer):
-        entries.append(audit.writer._items.popleft())
+    entries: list[middleware.Entry] = []
+    while len(middleware.writer):
+        entries.append(middleware.writer._items.popleft())
     writer = BatchWriter(
-        "audit-test", audit.write, interval=lambda: 0.05, batch_size=lambda: 3, capacity=lambda: 100, background=True
+        "audit-test",
+        middleware.write,
+        interval=lambda: 0.05,
+        batch_size=lambda: 3,
+        capacity=lambda: 100,
+        background=True,
     )
     for entry in entries:
         writer.add(entry)
@@ -652,7 +657,7 @@ def test_the_background_writer_inserts_records_through_its_own_connection() -> N
     assert sorted(r.arguments["query"] for r in MCPCallRecord.objects.filter(user=dana)) == ["0", "1", "2", "3"]
 
 
-#: POSIX times whose text is made by hand (``audit.TimeText``): a whole second, microseconds, one rounded up
+#: POSIX times whose text is made by hand (``middleware.TimeText``): a whole second, microseconds, one rounded up
 #: into the next second, one rounded to zero, half a microsecond (rounded to even), before 1970.
 TIMES = (1764300000.0, 1764300000.25, 1764300001.000123, 1764300000.9999996, 1764300002.0000004, 7.5e-06, -1.25)
 
@@ -661,10 +666,10 @@ TIMES = (1764300000.0, 1764300000.25, 1764300001.000123, 1764300000.9999996, 176
 @pytest.mark.parametrize("use_tz", [True, False])
 def test_a_record_keeps_the_time_of_its_entry_to_the_microsecond(use_tz: bool) -> None:
     """What the writer stores reads back as ``datetime.fromtimestamp`` makes it (the driver's own adapter did)."""
-    base = audit.Entry(0.0, "tools/call", "search", None, "", "", "", "2025-11-25", "test", 1.0, "ok",
+    base = middleware.Entry(0.0, "tools/call", "search", None, "", "", "", "2025-11-25", "test", 1.0, "ok",
                        None, None, 0, 0, "", None, None)  # fmt: skip
     with override_settings(USE_TZ=use_tz, TIME_ZONE="America/Sao_Paulo"):
-        audit.write([base._replace(at=at, target=str(n)) for n, at in enumerate(TIMES)])
+        middleware.write([base._replace(at=at, target=str(n)) for n, at in enumerate(TIMES)])
         stored = {int(r.target): r.at for r in MCPCallRecord.objects.all()}
         assert stored == {n: base._replace(at=at).when() for n, at in enumerate(TIMES)}
     assert stored[0].microsecond == 0 and stored[3].second == 1 and stored[3].microsecond == 0
@@ -679,7 +684,7 @@ def test_the_time_text_is_what_str_of_the_datetime_is() -> None:
     rng = random.Random(7)
     times = sorted([*TIMES, *(rng.uniform(-2e9, 4e9) for _ in range(3000)), *(1.7e9 + k / 3 for k in range(3000))])
     for zone in (timezone.utc, ZoneInfo("Europe/Paris"), ZoneInfo("America/Sao_Paulo")):
-        text = audit.TimeText(zone)
+        text = middleware.TimeText(zone)
         assert [text(t) for t in times] == [str(datetime.fromtimestamp(t, tz=zone).replace(tzinfo=None)) for t in times]
 
 
@@ -689,10 +694,10 @@ def test_a_row_the_database_refuses_does_not_sink_its_batch(caplog: pytest.LogCa
         client = MCPTestClient(server)
         call(client, "search", {"query": "a"})
         call(client, "search", {"query": "b"})
-    first, _second = list(audit.writer._items)
-    audit.writer._items[0] = first._replace(request_bytes=-1)  # a PositiveIntegerField: its CHECK refuses it
+    first, _second = list(middleware.writer._items)
+    middleware.writer._items[0] = first._replace(request_bytes=-1)  # a PositiveIntegerField: its CHECK refuses it
     with caplog.at_level(logging.ERROR, "django_mcp"):
-        assert audit.flush() == 2
+        assert middleware.flush() == 2
     assert [r.arguments["query"] for r in records()] == ["b"]
     assert any("dropped an audit record the database refused" in m for m in caplog.messages)
 

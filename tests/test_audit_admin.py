@@ -20,10 +20,10 @@ from django.urls import reverse
 from django.utils import timezone
 from oauth2_provider.models import get_application_model
 
+from django_mcp.audit import middleware as audit
+from django_mcp.audit import usage as usage_data
+from django_mcp.audit.redaction import SUBSTITUTE
 from django_mcp.models import MCPCallRecord, MCPClient, MCPTask
-from django_mcp.operations import audit
-from django_mcp.operations import usage as usage_data
-from django_mcp.operations.redaction import SUBSTITUTE
 from django_mcp.test import MCPTestClient
 
 pytestmark = pytest.mark.django_db

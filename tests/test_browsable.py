@@ -18,10 +18,10 @@ from django.urls import path, re_path
 from pydantic import Field
 
 from django_mcp import Context, MCPServer
+from django_mcp.audit import middleware as audit
 from django_mcp.exceptions import ToolError
 from django_mcp.models import MCPCallRecord
-from django_mcp.operations import audit
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 
 #: The page reads the session and the user in a thread (it is async): the test's data must be committed.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -286,7 +286,7 @@ def test_the_form_starts_from_valid_arguments() -> None:
     from jsonschema import Draft202012Validator
 
     from django_mcp import site
-    from django_mcp.browsable import example
+    from django_mcp.transports.browsable import example
 
     extra = MCPServer("bounds")
 

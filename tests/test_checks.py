@@ -125,6 +125,8 @@ BAD: dict[str, list[Any]] = {
     "SCOPES": [["mcp"], {"two words": "bad"}, {"": "empty"}, {"mcp": 5}],
     "ALLOW_ANONYMOUS_REGISTRATION": ["False"],
     "REQUIRE_AUDIENCE": [None],
+    "TOKEN_CACHE_MAX_AGE": [-1, "10", None],
+    "TOKEN_CACHE_SIZE": [0, -5, 1.5],
     "MAX_BATCH_SIZE": ["100", 0],
     "SHUTDOWN_GRACE": ["20", -1],
     "SHUTDOWN_QUIET": ["5", -0.5],
@@ -154,7 +156,7 @@ BAD: dict[str, list[Any]] = {
     "REGISTRATION_MAX_REDIRECT_URIS": [None, 0],
     "REGISTRATION_MAX_URI_LENGTH": [2048.0, 0],
     "REGISTRATION_MAX_EXTRA_METADATA": ["4096", -1],
-    "REGISTRATION_RATE_LIMIT": ["20/3600", [20], [20, 0], [20, "3600"], [True, 60]],
+    "REGISTRATION_RATE_LIMIT": ["20/3600", "twenty an hour", [20], [20, 0], [20, "3600"], [True, 60]],
     "REGISTRATION_RATE_CACHE": [5, "", "nope"],
     "EVENT_STORE_SESSION_MAX_EVENTS": [None, 0],
     "EVENT_STORE_BROADCAST_MAX_EVENTS": ["1000", 0],
@@ -243,7 +245,7 @@ GOOD: dict[str, list[Any]] = {
     "JWT_LEEWAY": [0, 2.5, 300],
     "JWT_USER_FIELD": ["email", None],
     "JWT_ROLE_SCOPES": [{"staff": ["books:write", "books:read"]}, {}],
-    "REGISTRATION_RATE_LIMIT": [None, (5, 60), [10000, 3600]],
+    "REGISTRATION_RATE_LIMIT": [None, (5, 60), [10000, 3600], "20/hour", "5/minute; 100/day"],
     "MIDDLEWARE": [[], ["tests.support.middlewares.Recorder", "tests.support.middlewares.SyncStamp"]],
     "PROJECT_MIDDLEWARE": [None, [], ["tests.projectapp.middleware.TenancyMiddleware"]],
     "PROJECT_MIDDLEWARE_EXCLUDE": [[], ["tests.projectapp.middleware.TenancyMiddleware"]],
@@ -351,14 +353,14 @@ def telemetry_ids(**mcp: Any) -> set[str]:
 
 
 def test_e186_telemetry_without_opentelemetry(monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_mcp import operations
-    from django_mcp.operations import telemetry
+    from django_mcp import telemetry as telemetry_package
+    from django_mcp.telemetry import middleware as telemetry
 
     assert telemetry_ids(TELEMETRY=True) == set()  # installed here (the dev extra)
     # As without the otel extra: importing opentelemetry fails.
     monkeypatch.setattr(telemetry, "_instruments", None)
-    monkeypatch.delattr(operations, "otel", raising=False)
-    monkeypatch.delitem(sys.modules, "django_mcp.operations.otel", raising=False)
+    monkeypatch.delattr(telemetry_package, "otel", raising=False)
+    monkeypatch.delitem(sys.modules, "django_mcp.telemetry.otel", raising=False)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     assert telemetry_ids(TELEMETRY=True) == {"django_mcp.E186"}
     assert telemetry_ids(TELEMETRY=False) == set()  # off: nothing to import
@@ -414,7 +416,7 @@ def test_w003_quiet_outside_development_or_without_asgi() -> None:
     assert runserver_ids(DEBUG=True) == set(), "the test project lists daphne first"
     assert runserver_ids(DEBUG=False, INSTALLED_APPS=without) == set(), "a deployment runs an ASGI server"
     assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ASGI_APPLICATION=None) == set(), "stdio only (W002)"
-    # WSGI mode: the URLconf routes /mcp/ to django_mcp.views, which Django's own runserver serves.
+    # WSGI mode: the URLconf routes /mcp/ to django_mcp.transports.wsgi, which Django's own runserver serves.
     assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ROOT_URLCONF="tests.settings.urls_wsgi") == set()
 
 

@@ -1,7 +1,7 @@
 """The official MCP conformance suite against the fixture server in WSGI mode (gunicorn, 2 sync workers).
 
 ``tests.conformance.wsgi`` serves the same fixture server as ``tests.conformance.asgi``
-through ``django_mcp.views``: JSON responses (a call's progress and logs buffered into an
+through ``django_mcp.transports.wsgi``: JSON responses (a call's progress and logs buffered into an
 SSE body written when it is over), sessions in the database, no held streams. Every
 scenario ``tests/test_conformance.py`` runs must pass here too, except ``HELD_STREAM``:
 those need a stream held open while the call waits, which WSGI mode does not offer; each

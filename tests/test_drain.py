@@ -19,9 +19,9 @@ import pytest
 from channels.testing import HttpCommunicator
 from django.test import override_settings
 
-from django_mcp.drain import drain
-from django_mcp.listeners import Listener, listeners_of, stop_listening
-from django_mcp.routing import hub
+from django_mcp.runtime.drain import drain
+from django_mcp.runtime.sockets import Listener, listeners_of, stop_listening
+from django_mcp.state.hub import hub
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

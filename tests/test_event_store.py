@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
-from django_mcp.events import REPLAYABLE, events, get_event_id, parse_event_id, parse_get_event_id
+from django_mcp.state.event_store import REPLAYABLE, events, get_event_id, parse_event_id, parse_get_event_id
 from tests.support.servers import clear_cache
 
 

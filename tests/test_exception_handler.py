@@ -13,13 +13,14 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 
-from django_mcp import Context, dispatch
+from django_mcp import Context
 from django_mcp.auth.bearer import AuthInfo
 from django_mcp.exceptions import InputRequired, exception_handler, is_legacy_handler
 from django_mcp.protocol.jsonrpc import Request
-from django_mcp.routing import hub
+from django_mcp.runtime import dispatch
 from django_mcp.server import MCPServer
-from django_mcp.sessions import SessionState
+from django_mcp.state.hub import hub
+from django_mcp.state.sessions import SessionState
 
 # The calls pass the kill switches middleware, which reads its switches from the database on first use.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,4 +1,4 @@
-"""``GC_FREEZE``: a server process freezes the heap it loaded at startup (``django_mcp.heap``).
+"""``GC_FREEZE``: a server process freezes the heap it loaded at startup (``django_mcp.runtime.gc_freeze``).
 
 Each case is a fresh interpreter doing what the server does: importing the project's ASGI
 application (daphne, uvicorn, gunicorn's uvicorn worker), or serving a first request through the

@@ -47,7 +47,7 @@ def test_wsgi_headers_are_converted_once_per_name_and_the_names_kept_are_bounded
     client inventing header names cannot grow what is kept past ``MAX_HEADER_NAMES``."""
     from django.test import RequestFactory
 
-    from django_mcp import views
+    from django_mcp.transports import wsgi
 
     factory = RequestFactory()
     request = factory.post(
@@ -66,13 +66,13 @@ def test_wsgi_headers_are_converted_once_per_name_and_the_names_kept_are_bounded
         b"content-type": b"application/json",
         b"cookie": b"",
     }
-    assert views._headers(request) == want
-    assert views._headers(request) == want  # the kept names give the same answer
+    assert wsgi._headers(request) == want
+    assert wsgi._headers(request) == want  # the kept names give the same answer
     request.META["CONTENT_LENGTH"] = "2"
-    assert views._headers(request)[b"content-length"] == b"2"
+    assert wsgi._headers(request)[b"content-length"] == b"2"
 
-    invented = {f"HTTP_X_INVENTED_{n}": str(n) for n in range(views.MAX_HEADER_NAMES + 100)}
+    invented = {f"HTTP_X_INVENTED_{n}": str(n) for n in range(wsgi.MAX_HEADER_NAMES + 100)}
     request.META.update(invented)
-    headers = views._headers(request)
+    headers = wsgi._headers(request)
     assert all(headers[f"x-invented-{n}".encode()] == str(n).encode() for n in range(len(invented)))
-    assert len(views._header_names) <= views.MAX_HEADER_NAMES
+    assert len(wsgi._header_names) <= wsgi.MAX_HEADER_NAMES

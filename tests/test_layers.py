@@ -163,3 +163,24 @@ def test_no_test_module_imports_another() -> None:
         "modules importing a test module or a conftest (move what they share to tests/support/):\n"
         + ("\n".join(offenders))
     )
+
+
+def test_contributing_layer_table_matches_the_contract() -> None:
+    """CONTRIBUTING.md's layer table is what a newcomer reads; the contract is what lint-imports enforces."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    contract = [{m.strip() for m in layer.replace("|", ":").split(":")} for layer in layers]
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    rows = re.findall(r"^\| (\d) [^|]*\| (.*) \|$", text[text.index("## Layers") :], flags=re.M)
+    assert [int(n) for n, _ in rows] == list(range(len(contract), 0, -1)), "one row per layer, top first"
+    table = []
+    for _, cell in rows:
+        # Each module in backticks, before its note in parentheses; `x/` is the package x.
+        names = re.findall(r"`([a-z0-9_.]+/?)`(?![^(]*\))", cell)
+        table.append({"django_mcp." + n.rstrip("/") for n in names})
+    for number, (written, enforced) in enumerate(zip(table, contract, strict=True)):
+        layer = len(contract) - number
+        assert written == enforced, (
+            f"layer {layer}: only in CONTRIBUTING.md {sorted(written - enforced)}, "
+            f"only in pyproject.toml {sorted(enforced - written)}"
+        )

@@ -18,7 +18,7 @@ from oauth2_provider.models import (
     set_token_value,
 )
 
-from django_mcp.auth_clients import is_client_disabled, sync_clients
+from django_mcp.auth.clients import is_client_disabled, sync_clients
 from django_mcp.models import MCPClient
 from tests.support.factories import make_app, make_token
 

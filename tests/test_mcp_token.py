@@ -16,7 +16,7 @@ from oauth2_provider.models import get_access_token_model, get_application_model
 from oauth2_provider.settings import oauth2_settings
 from oauthlib.common import Request
 
-from django_mcp.auth_clients import disable_clients
+from django_mcp.auth.clients import disable_clients
 from django_mcp.management.commands.mcp_token import parse_duration
 
 pytestmark = pytest.mark.django_db

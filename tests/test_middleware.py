@@ -26,7 +26,7 @@ from django_mcp import Context, MCPServer
 from django_mcp.middleware import Call
 from django_mcp.tasks import EXTENSION
 from django_mcp.test import MCPClientError, MCPTestClient
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 from tests.support import middlewares
 from tests.support.servers import ROOT, migrate_database, server_env, start_server
 
@@ -202,14 +202,14 @@ def test_no_middleware_is_the_door_alone(seen: list[dict[str, Any]]) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_middleware_not_used_is_left_out(seen: list[dict[str, Any]]) -> None:
     """A factory raising Django's ``MiddlewareNotUsed`` (a feature switched off) is not in the chain."""
-    from django_mcp import dispatch
+    from django_mcp.runtime import dispatch
 
     with chain("tests.support.middlewares.NotUsed"):
         result = tool(MCPTestClient(server), "echo", {"text": "hi"})
         assert [c["text"] for c in result["content"]] == ["HI", "via test"]  # the others ran
         assert [s["method"] for s in seen] == ["tools/call"]
     seen.clear()
-    only_unused = ["tests.support.middlewares.NotUsed", "django_mcp.operations.telemetry.Telemetry"]  # TELEMETRY is off
+    only_unused = ["tests.support.middlewares.NotUsed", "django_mcp.telemetry.middleware.Telemetry"]  # TELEMETRY is off
     with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "MIDDLEWARE": only_unused}):
         assert dispatch._chain() is None  # none in use: the door runs alone, no Call is built
         assert tool(MCPTestClient(server), "forbidden_tool", {})["content"][0]["text"] == "ran"
@@ -218,8 +218,8 @@ def test_a_middleware_not_used_is_left_out(seen: list[dict[str, Any]]) -> None:
 
 
 def test_call_names_its_target_by_method() -> None:
-    from django_mcp.engine import Exchange
     from django_mcp.protocol import jsonrpc
+    from django_mcp.runtime.engine import Exchange
 
     def call(method: str, params: dict[str, Any]) -> Call:
         ex = Exchange(server, jsonrpc.Request(id=1, method=method, params=params), "2026-07-28", None, None, None)

@@ -323,8 +323,8 @@ async def test_listen_stream_receives_model_changes(live: Any) -> None:
 
 def _exchange(user: Any, method: str, params: dict[str, Any]) -> Any:
     from django_mcp import site
-    from django_mcp.engine import Exchange
     from django_mcp.protocol.jsonrpc import Request
+    from django_mcp.runtime.engine import Exchange
 
     return site, Exchange(site, Request(1, method, params), "2026-07-28", None, user, None)
 

@@ -67,10 +67,12 @@ def test_token_without_audience(oauth_server: OAuthServer, oauth_log: Any) -> No
 def test_expired_token(oauth_server: OAuthServer, oauth_log: Any) -> None:
     access = oauth_server.shell(MINT.format(user="bob", scope="mcp", resource=oauth_server.url))
     assert mcp_post(oauth_server, access, INIT).status_code == 200
+    # Saved, as the admin saves it: the save is what tells every worker's token cache (an update() would not).
     oauth_server.shell(
         "from datetime import timedelta; from django.utils import timezone;"
-        "from oauth2_provider.models import AccessToken as T;"
-        f"T.objects.filter(token={access!r}).update(expires=timezone.now() - timedelta(seconds=1))"
+        "from oauth2_provider.models import AccessToken as T\n"
+        f"for t in T.objects.filter(token={access!r}):\n"
+        "    t.expires = timezone.now() - timedelta(seconds=1); t.save()"
     )
     r = mcp_post(oauth_server, access, INIT)
     assert_invalid_token(r)

@@ -418,7 +418,8 @@ def test_registration_rate_limit(tmp_path_factory: pytest.TempPathFactory) -> No
     """Anonymous registration per address: over the limit 429 with Retry-After; staff's token still registers."""
     tmp = tmp_path_factory.mktemp("oauth-rate")
     # One worker: its own in-process cache, so no other run's count in a shared Redis can leak in.
-    server = start_oauth_server(tmp, MCP_REGISTRATION_RATE="3/120", MCP_TEST_LAYER="memory")
+    # The [count, seconds] form of earlier releases still reads as one rate.
+    server = start_oauth_server(tmp, MCP_REGISTRATION_RATE="3,120", MCP_TEST_LAYER="memory")
     try:
         iat = server.live.manage(
             "mcp_client", "initial-token", "--scopes", "mcp", "--service-user", "bob", "--uses", "0"
@@ -514,7 +515,7 @@ def test_registration_rate_limit_holds_across_workers(tmp_path_factory: pytest.T
             layer="redis",
             settings="tests.oauth.settings",
             MCP_REDIS_URL=f"redis://127.0.0.1:{port}/1",
-            MCP_REGISTRATION_RATE="4/300",
+            MCP_REGISTRATION_RATE="4/5 minutes",
         )
         workers.append(start_server(env, tmp / "a.log", app="tests.oauth.asgi:application"))
         workers.append(start_server(env, tmp / "b.log", migrate=False, app="tests.oauth.asgi:application"))

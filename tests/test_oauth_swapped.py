@@ -107,6 +107,8 @@ async def test_swapped_token_lists_tools(swapped_server: OAuthServer, swapped_lo
 def test_expired_and_unknown_tokens_are_refused(swapped_server: OAuthServer, swapped_log: Any) -> None:
     raw = mint(swapped_server, "alice", "mcp")
     assert mcp_post(swapped_server, raw, LIST, **MODERN).status_code == 200
-    assert stored(swapped_server, raw, "rows.update(expires=timezone.now() - timedelta(minutes=1))") == "alice mcp"
+    # Saved, as the admin saves it: the save is what tells every worker's token cache (an update() would not).
+    expire = "for t in rows:\n    t.expires = timezone.now() - timedelta(minutes=1)\n    t.save()"
+    assert stored(swapped_server, raw, expire) == "alice mcp"
     assert_invalid_token(mcp_post(swapped_server, raw, LIST, **MODERN))
     assert_invalid_token(mcp_post(swapped_server, secrets.token_urlsafe(30), LIST, **MODERN))

@@ -33,7 +33,7 @@ from django_mcp.models import (
     MCPTask,
     MCPTaskWorker,
 )
-from django_mcp.operations.switches import board
+from django_mcp.switches import board
 from django_mcp.test import MCPClientError, MCPTestClient
 from tests.support.factories import make_app, make_task, make_token
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from django.test import override_settings
 
-from django_mcp.later import Later
+from django_mcp.runtime.timers import Later
 from django_mcp.transports.security import host_allowed
 from tests.support.raw import ACCEPT, META, Raw
 from tests.support.servers import LiveServer

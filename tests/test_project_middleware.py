@@ -20,7 +20,7 @@ from django.core.checks import Error
 from django.test import override_settings
 from mcp import Client
 
-from django_mcp import project_middleware
+from django_mcp.runtime import project_middleware
 from tests.oauth.kit import PASSWORD, SETUP
 from tests.support.callers import bearer_client, text, unique
 from tests.support.servers import LiveServer, server_env, start_server

@@ -1,4 +1,4 @@
-"""Rate limits and task quotas (``django_mcp.operations.limits``), in process through the door.
+"""Rate limits and task quotas (``django_mcp.limits.middleware``), in process through the door.
 
 Two users and two OAuth clients: a caller over its limit gets 429 + ``Retry-After`` (the JSON-RPC
 error -32029 with the delay in its data) while the others go on; anonymous callers count per address
@@ -24,13 +24,13 @@ from django.urls import re_path
 
 from django_mcp import Context, MCPServer
 from django_mcp.conf import DEFAULTS
+from django_mcp.limits import middleware as limits
+from django_mcp.limits.counting import Counters
+from django_mcp.limits.rates import Rate, parse
 from django_mcp.models import MCPTask
-from django_mcp.operations import limits
-from django_mcp.operations.counting import Counters
-from django_mcp.rates import Rate, parse
 from django_mcp.tasks import EXTENSION
 from django_mcp.test import AsyncMCPTestClient, MCPClientError, MCPTestClient
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 from tests.support.servers import clear_cache
 
 server = MCPServer("limits-tests")

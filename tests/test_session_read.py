@@ -1,4 +1,4 @@
-"""WSGI mode's per-request session read (``django_mcp.session_read``): the ORM's answer, without its cost,
+"""WSGI mode's per-request session read (``django_mcp.state.session_read``): the ORM's answer, without its cost,
 and on the request's own thread when its connection is kept (``sessions.prefetch``).
 
 Compared with ``MCPSession.objects.filter(...).first()`` on the same rows, on both databases the suite
@@ -18,9 +18,9 @@ from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from django_mcp import session_read
 from django_mcp.models import MCPSession
-from django_mcp.session_read import SessionRow, live_session
+from django_mcp.state import session_read
+from django_mcp.state.session_read import SessionRow, live_session
 
 pytestmark = pytest.mark.django_db
 

@@ -389,7 +389,7 @@ def test_check_names_the_file_and_the_rule(tmp_path: Path) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_a_switched_off_skill_is_gone_with_its_files(served: MCPServer, revision: str) -> None:
-    from django_mcp.operations.switches import board, switch_off, switch_on
+    from django_mcp.switches import board, switch_off, switch_on
 
     board.reset()
     client = MCPTestClient(served, protocol_version=revision)
@@ -417,7 +417,7 @@ def test_staff_see_a_skill_beside_the_tools_in_the_admin_and_switch_it_off(tmp_p
 
     from django_mcp import site
     from django_mcp.models import MCPSwitch
-    from django_mcp.operations.switches import board
+    from django_mcp.switches import board
 
     saved = site._registry
     site.skill("lending", folder=make_skill(tmp_path))
@@ -466,8 +466,7 @@ def test_runserver_watches_the_skill_folders(tmp_path: Path) -> None:
 
 
 def test_strict_mode_names_a_skill_without_rules_once(tmp_path: Path) -> None:
-    from django_mcp import public
-    from django_mcp.operations import strict
+    from django_mcp import public, strict
 
     server = MCPServer("strict-skills")
     server.skill("lending", folder=make_skill(tmp_path))

@@ -121,7 +121,7 @@ def test_bad_identity_is_refused(env: dict[str, str], args: tuple[str, ...], tok
 def test_revoked_and_disabled_tokens_are_refused(env: dict[str, str]) -> None:
     token = mint(env, "mcp")
     code = (
-        "from django_mcp.auth_clients import disable_clients; "
+        "from django_mcp.auth.clients import disable_clients; "
         "from oauth2_provider.models import get_application_model as g; "
         "disable_clients([g().objects.get(name='mcp_token').client_id])"
     )
@@ -131,7 +131,7 @@ def test_revoked_and_disabled_tokens_are_refused(env: dict[str, str]) -> None:
         refused(run(env, "mcp_token", "--user", "alice", "--resource", RESOURCE), "disabled")
     finally:
         code = (
-            "from django_mcp.auth_clients import enable_clients; "
+            "from django_mcp.auth.clients import enable_clients; "
             "from oauth2_provider.models import get_application_model as g; "
             "enable_clients([g().objects.get(name='mcp_token').client_id])"
         )

@@ -27,14 +27,13 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from django_mcp import MCPServer, public
-from django_mcp.auth_clients import disable_clients, enable_clients
+from django_mcp import MCPServer, public, strict
+from django_mcp.auth.clients import disable_clients, enable_clients
 from django_mcp.checks import check_access_rules
 from django_mcp.cleanup import cleanup
 from django_mcp.health import report
 from django_mcp.models import MCPClient, MCPSwitch, MCPTask
-from django_mcp.operations import strict
-from django_mcp.operations.switches import board, switch_off, switch_on
+from django_mcp.switches import board, switch_off, switch_on
 from django_mcp.tasks import EXTENSION, jobs
 from django_mcp.test import MCPClientError, MCPTestClient
 from tests.support.raw import Raw

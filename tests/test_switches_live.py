@@ -263,7 +263,7 @@ def test_staff_switch_a_tool_off_in_chromium_and_every_worker_obeys_within_a_sec
     finally:
         get_stream.close()
         listening.close()
-        first.manage("shell", "-c", "from django_mcp.operations.switches import switch_on; switch_on('tool', 'echo')")
+        first.manage("shell", "-c", "from django_mcp.switches import switch_on; switch_on('tool', 'echo')")
 
 
 def test_a_queued_task_of_a_switched_off_tool_fails_without_running(cluster: Cluster) -> None:

@@ -160,7 +160,7 @@ def test_a_healthy_sqlite_connection_is_kept_a_failed_or_unfinished_one_closed(
 
 
 def _recycle_an_sqlite_file(conn: Any) -> None:
-    from django_mcp.sync import recycle_connections
+    from django_mcp.runtime.sync_pool import recycle_connections
 
     try:
         conn.ensure_connection()
@@ -207,7 +207,7 @@ async def test_a_pool_thread_honours_conn_max_age_except_on_sqlite() -> None:
     from django.conf import settings
     from django.test import override_settings
 
-    from django_mcp.sync import run_bookkeeping
+    from django_mcp.runtime.sync_pool import run_bookkeeping
 
     assert settings.DATABASES["default"].get("CONN_MAX_AGE", 0) == 0
     with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_BOOKKEEPING_WORKERS": 1}):  # one thread
@@ -237,8 +237,8 @@ async def test_a_plain_read_hop_is_the_same_pool_and_request_cycle() -> None:
     from django.conf import settings
     from django.test import override_settings
 
-    from django_mcp.sync import read_bookkeeping, run_bookkeeping
-    from django_mcp.unavailable import DatabaseUnavailable
+    from django_mcp.runtime.sync_pool import read_bookkeeping, run_bookkeeping
+    from django_mcp.runtime.unavailable import DatabaseUnavailable
 
     marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="")
     marker.set("from the caller")

@@ -147,7 +147,7 @@ def test_results_and_errors_need_their_permission(tasks: dict[str, MCPTask]) -> 
 def test_arguments_and_answers_need_the_permission_and_are_masked_as_in_the_audit_log() -> None:
     """A task's arguments are the caller's data, as its result is: hidden without ``view_mcptask_result``,
     and with it masked as the audit log masks them (``AUDIT_SENSITIVE_KEYS``)."""
-    from django_mcp.operations.redaction import SUBSTITUTE
+    from django_mcp.audit.redaction import SUBSTITUTE
 
     task = make_task(
         MCPTask.INPUT_REQUIRED,

@@ -371,7 +371,7 @@ def test_disabled_client_fails_its_queued_tasks(grants: OAuthServer, workers: li
         "bob": bearer(grants, bob).start("task_sleep", seconds=0, marker=str(markers["bob"])),
         "elsewhere": bearer(grants, alice_elsewhere).start("task_sleep", seconds=0, marker=str(markers["elsewhere"])),
     }
-    disable = f"from django_mcp.auth_clients import disable_clients; print(disable_clients([{alice['client_id']!r}]))"
+    disable = f"from django_mcp.auth.clients import disable_clients; print(disable_clients([{alice['client_id']!r}]))"
     assert grants.shell(disable) == "1"
     start_worker(grants, workers, tmp_path)
     assert bearer(grants, alice_elsewhere).wait(ids["elsewhere"])["status"] == "completed"  # ran after the others

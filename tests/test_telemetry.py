@@ -25,7 +25,7 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from opentelemetry.sdk.trace import TracerProvider
 
-from django_mcp.operations.otel import BUCKETS
+from django_mcp.telemetry.otel import BUCKETS
 from tests.otel.export import histograms, spans
 from tests.support.servers import (
     ROOT,
@@ -422,7 +422,7 @@ from django_mcp.test import MCPTestClient
 client = MCPTestClient()
 client.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
 client.request("tools/list")
-ours = "django_mcp.operations.otel" in sys.modules
+ours = "django_mcp.telemetry.otel" in sys.modules
 print(sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry" and (m not in before or ours)))
 """
 
@@ -448,7 +448,7 @@ def test_a_clients_baggage_is_not_trusted_by_default() -> None:
     from opentelemetry import baggage
     from opentelemetry import trace as otel_trace
 
-    from django_mcp.operations import otel
+    from django_mcp.telemetry import otel
 
     made = Trace()
     carrier = {"traceparent": made.traceparent, "baggage": "enduser.id=root,tenant=acme"}

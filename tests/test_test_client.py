@@ -406,7 +406,7 @@ def test_an_ended_session_is_not_found(alice: User) -> None:
     c.call_tool("hello")
     from asgiref.sync import async_to_sync
 
-    from django_mcp.sessions import store
+    from django_mcp.state.sessions import store
 
     async_to_sync(store.end)(c.session.id)  # as the admin's "end session" action does
     with pytest.raises(MCPClientError) as gone:

@@ -1,4 +1,4 @@
-"""Timeouts and result size caps (``django_mcp.operations.timeouts``, ``.sizes``), in process through the door.
+"""Timeouts and result size caps (``django_mcp.limits.timeouts``, ``.sizes``), in process through the door.
 
 An async tool is cancelled at its deadline; a sync tool's caller gets the answer at the deadline while
 the thread runs on, its pool slot still taken (a second call waits for it) and ``ctx.cancelled`` true;

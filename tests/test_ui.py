@@ -394,7 +394,7 @@ def test_a_model_resource_ui_is_a_read_only_tool_that_sees_what_a_read_sees() ->
 
 @pytest.mark.django_db(transaction=True)  # a switch reaches the workers once its change commits
 def test_switching_a_tool_off_takes_its_app_page_and_helper_with_it() -> None:
-    from django_mcp.operations.switches import board, switch_off, switch_on
+    from django_mcp.switches import board, switch_off, switch_on
 
     board.reset()  # what an earlier test left in this process's copy
     client = host()

@@ -121,9 +121,13 @@ def test_ending_sessions_from_sync_code_joins_no_group(workers: tuple[LiveServer
     client = redis_py.Redis.from_url("redis://127.0.0.1:6379/0")
     group = os.environ.get("MCP_REDIS_PREFIX", "asgi") + ":group:mcp.all"  # this run's servers only
     before = client.zcard(group)
-    workers[0].manage("shell", "-c", f"from django_mcp.sessions import end_sessions_sync; end_sessions_sync([{sid!r}])")
+    workers[0].manage(
+        "shell", "-c", f"from django_mcp.state.sessions import end_sessions_sync; end_sessions_sync([{sid!r}])"
+    )
     for _ in range(2):
-        workers[0].manage("shell", "-c", "from django_mcp.sessions import end_sessions_sync; end_sessions_sync(['x'])")
+        workers[0].manage(
+            "shell", "-c", "from django_mcp.state.sessions import end_sessions_sync; end_sessions_sync(['x'])"
+        )
     assert client.zcard(group) == before
     time.sleep(0.3)
     assert b.post(ping, h).status_code == 404  # the end still reached B's cache over the layer

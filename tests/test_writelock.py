@@ -21,7 +21,7 @@ import pytest
 from django.db import OperationalError, connections, transaction
 
 from django_mcp import MCPServer
-from django_mcp.writelock import _locks, serialized_write, sqlite_writer, tool_transaction, write_transaction
+from django_mcp.state.writelock import _locks, serialized_write, sqlite_writer, tool_transaction, write_transaction
 
 ALIAS = "writelock"
 

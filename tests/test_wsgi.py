@@ -1,4 +1,4 @@
-"""WSGI mode through real processes: ``django_mcp.views.mcp_view`` under gunicorn sync workers
+"""WSGI mode through real processes: ``django_mcp.transports.wsgi.mcp_view`` under gunicorn sync workers
 (two of them, sharing sessions through the database) and under Django's own ASGI handler
 (uvicorn, no Channels), driven by the official SDK client and by raw HTTP."""
 

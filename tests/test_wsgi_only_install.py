@@ -112,7 +112,7 @@ def test_no_channels_daphne_or_twisted_installed(wsgi_only: tuple[Path, Path, di
         "django.setup()\n"
         "from django.conf import settings\n"
         "from django.core.exceptions import ImproperlyConfigured\n"
-        "from django_mcp.routing import channel_layer\n"
+        "from django_mcp.state.hub import channel_layer\n"
         "print('layer', channel_layer('default'))\n"
         "settings.CHANNEL_LAYERS = {'default': {'BACKEND': 'channels.layers.InMemoryChannelLayer'}}\n"
         "try:\n"

@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from django.core.handlers.asgi import ASGIRequest
 from django.core.signals import setting_changed
 
-from ..auth_clients import is_client_disabled, service_user
 from ..conf import mcp_settings
-from ..sync import run_bookkeeping
-from . import authenticators, jwt_tokens
+from ..runtime.sync_pool import run_bookkeeping
+from ..runtime.unavailable import Unavailable
+from ..state.hub import hub
+from . import authenticators, jwt_tokens, token_cache
 from .audience import audience_accepted, mcp_audience_check
 from .challenge import Challenge
+from .clients import is_client_disabled, service_user
 from .locations import protected_resource_metadata_path
 
 #: Why a token lacking a scope is refused: the same words over every transport.
@@ -266,9 +268,42 @@ async def authenticate(scope: dict[str, Any], headers: dict[bytes, bytes]) -> Au
 
     DOT (and the project's authentication classes) query the database: the check runs in the
     bookkeeping pool, between two ``close_old_connections()``; a database that cannot answer raises
-    ``DatabaseUnavailable`` (503).
+    ``DatabaseUnavailable`` (503). A token this worker verified recently is answered from its
+    ``token_cache`` instead: no query, no thread.
     """
-    return await run_bookkeeping(_verify, scope, authorization(headers))
+    header = authorization(headers)
+    key = await _cache_key(scope, header)
+    if key is None:
+        return await run_bookkeeping(_verify, scope, header)
+    cached = token_cache.cache.get(key)
+    if cached is not None:
+        return cast(AuthInfo, cached)
+    generation = token_cache.cache.generation
+    info: AuthInfo = await run_bookkeeping(_verify, scope, header)
+    token_cache.cache.put(key, info, generation)
+    return info
+
+
+async def _cache_key(scope: dict[str, Any], header: str | None) -> str | None:
+    """The request's key in the token cache, or None when the cache may not answer it.
+
+    The endpoint URL is part of the key: the audience a token was checked against. A request the
+    check would refuse before DOT looks (a token in the query string, a host not allowed) gets none.
+    """
+    if header is None or not token_cache.cache.enabled() or b"access_token" in scope.get("query_string", b""):
+        return None
+    try:
+        await hub.start()  # a worker that caches must hear every change from now on
+    except Unavailable:
+        return None
+    if not token_cache.cache.usable():
+        return None
+    try:
+        request = _django_request(scope)
+        endpoint = request.build_absolute_uri(endpoint_path(request.path))
+    except Exception:  # noqa: BLE001 - DisallowedHost and the like: the uncached check answers it
+        return None
+    return token_cache.cache.key(header, str(endpoint))
 
 
 def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:

@@ -1,7 +1,7 @@
 """System checks for ``AUTH = "oauth"``: every django-oauth-toolkit setting that contradicts MCP.
 
 Ids ``django_mcp.E030``-``E036``, ``W030``-``W031``, ``W260``-``W261``, ``E291``-``E292`` and
-``W280``-``W281``, each listed in docs/checks.md.
+``W280``-``W281``, ``W295``, each listed in docs/checks.md.
 They run only when ``DJANGO_MCP["AUTH"]`` is ``"oauth"``. ``E221`` and ``W220`` check the
 project's own authentication classes (``AUTHENTICATION_CLASSES``) whatever ``AUTH`` is.
 """
@@ -59,6 +59,30 @@ def check_authentication_classes(app_configs: Any = None, **kwargs: Any) -> list
             )
         )
     return errors
+
+
+#: Longest ``TOKEN_CACHE_MAX_AGE`` (seconds) without ``W295``: a revocation whose broadcast is lost lasts that long.
+TOKEN_CACHE_WARN_AGE = 300
+
+
+@register(Tags.security)
+def check_token_cache(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """``W295``: ``TOKEN_CACHE_MAX_AGE`` so long that a lost revocation broadcast would leave a token usable for it.
+
+    A value of the wrong type is ``E295`` (``django_mcp.checks.check_settings``).
+    """
+    age = getattr(settings, "DJANGO_MCP", {}).get("TOKEN_CACHE_MAX_AGE")
+    if mcp_settings.AUTH != "oauth" or not isinstance(age, (int, float)) or age <= TOKEN_CACHE_WARN_AGE:
+        return []
+    return [
+        Warning(
+            f"DJANGO_MCP['TOKEN_CACHE_MAX_AGE'] is {age} seconds: a revocation whose broadcast is lost (the channel "
+            "layer failing at the sender) leaves the token usable on a worker that long.",
+            hint=f"Keep it at most {TOKEN_CACHE_WARN_AGE} (the default is 10); each worker then checks a token "
+            "in the database once per that many seconds.",
+            id="django_mcp.W295",
+        )
+    ]
 
 
 @register(Tags.compatibility)

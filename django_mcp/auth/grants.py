@@ -3,7 +3,7 @@
 A task outlives the request that created it, so it keeps a reference to the access token
 that authorized it instead of the token's rights: the token's primary key and its refresh
 token family. django-oauth-toolkit revokes an access token by deleting its row (the revoke
-endpoint, the admin, ``django_mcp.auth_clients.revoke_tokens`` when a client is disabled),
+endpoint, the admin, ``django_mcp.auth.clients.revoke_tokens`` when a client is disabled),
 and refreshing it deletes the old row too, leaving the family's next token in its place.
 So the grant stands while the token still exists, or while its family still holds an
 unrevoked refresh token; its rights are those of whichever token that is, as they are now.
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..auth_clients import oauth_installed
 from ..models import MCPClient
+from .clients import oauth_installed
 
 #: Why a grant no longer stands: the words a refused task's error and statusMessage carry.
 REVOKED = "The access token that created this task was revoked"

@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from ..conf import mcp_settings
 from ..models import SpentAssertion
-from ..writelock import write_transaction
+from ..state.writelock import write_transaction
 from .audience import audience_accepted
 from .group_scopes import permitted_scopes
 from .jwt_tokens import MAX_CLAIM, TokenRefused, claims_issuer, find_user, verified_claims

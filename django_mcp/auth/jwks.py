@@ -25,7 +25,7 @@ from django.core.signals import setting_changed
 from jwcrypto import jwk
 
 from ..conf import mcp_settings
-from ..unavailable import Unavailable
+from ..runtime.unavailable import Unavailable
 
 logger = logging.getLogger("django_mcp.auth")
 

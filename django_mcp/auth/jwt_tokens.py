@@ -31,7 +31,7 @@ from jwcrypto import jws
 from jwcrypto.common import base64url_decode
 
 from ..conf import JWT_ASYMMETRIC_ALGORITHMS, mcp_settings
-from ..writelock import write_transaction
+from ..state.writelock import write_transaction
 from . import jwks
 from .audience import audience_accepted
 from .group_scopes import permitted_scopes

@@ -1,39 +1,36 @@
-"""A fixed-window counter per client address on Django's cache, for anonymous registration.
+"""Anonymous client registration, limited per client address on the limits' counter.
 
-Counting in the cache (not in the process) is what makes the limit hold across
-workers: with a shared cache (Redis, a database cache) every worker sees the same
-count. Behind a proxy, ``REMOTE_ADDR`` must be the client's address (daphne and
-uvicorn ``--proxy-headers``), or every client shares the proxy's budget.
+``REGISTRATION_RATE_LIMIT`` is a rate string of the limits' syntax (``"20/hour"``,
+``docs/operations.md``), counted by ``limits.counting`` like every other rate: on Django's cache
+(``REGISTRATION_RATE_CACHE``), so the limit holds across workers when that cache is shared
+(Redis, a database cache). Behind a proxy, ``REMOTE_ADDR`` must be the client's address (daphne
+and uvicorn ``--proxy-headers``), or every client shares the proxy's budget.
 """
 
 from __future__ import annotations
 
-import time
-
-from django.core.cache import caches
-
 from ..conf import mcp_settings
+from ..limits.counting import counters
+from ..limits.rates import Rate, parse
+
+
+def registration_rates() -> tuple[Rate, ...]:
+    """The rates of ``REGISTRATION_RATE_LIMIT``; ``[count, seconds]`` (the 0.1.0 form) is one rate."""
+    limit = mcp_settings.REGISTRATION_RATE_LIMIT
+    if not limit:
+        return ()
+    if isinstance(limit, str):
+        return parse(limit)
+    return (Rate(int(limit[0]), int(limit[1])),)
 
 
 def registration_retry_after(address: str) -> int | None:
     """Count one anonymous registration from ``address``; seconds to wait when over the limit, else None."""
-    limit = mcp_settings.REGISTRATION_RATE_LIMIT
-    if not limit:
-        return None
-    count, window = int(limit[0]), int(limit[1])
-    now = time.time()
-    bucket = int(now // window)
-    key = f"django_mcp:dcr-rate:{address}:{bucket}"
-    cache = caches[mcp_settings.REGISTRATION_RATE_CACHE]
-    cache.add(key, 0, timeout=window + 1)
-    try:
-        seen = cache.incr(key)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, 1, timeout=window + 1)
-        seen = 1
-    if seen <= count:
-        return None
-    return max(1, int((bucket + 1) * window - now + 0.999))
+    for rate in registration_rates():
+        wait = counters.take_sync(mcp_settings.REGISTRATION_RATE_CACHE, f"dcr:{address}", rate)
+        if wait is not None:
+            return wait
+    return None
 
 
-__all__ = ["registration_retry_after"]
+__all__ = ["registration_rates", "registration_retry_after"]

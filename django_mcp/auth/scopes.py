@@ -13,8 +13,8 @@ from typing import Any, cast
 from django.apps import apps
 from oauth2_provider.scopes import BaseScopes
 
-from ..auth_clients import allowed_scopes
 from ..conf import mcp_settings
+from .clients import allowed_scopes
 
 
 def declared_scopes(server: Any = None) -> set[str]:

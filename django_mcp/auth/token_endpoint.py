@@ -21,7 +21,7 @@ from oauth2_provider.views import TokenView as DOTTokenView
 from oauthlib.common import Request as OAuthRequest
 
 from ..conf import mcp_settings
-from ..unavailable import Unavailable
+from ..runtime.unavailable import Unavailable
 from .audience import audience_accepted, canonical_uri
 from .id_jag import GRANT_TYPE, AssertionRefused, exchange
 

@@ -12,10 +12,10 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 
-from ..auth_clients import allowed_scopes, is_client_disabled, service_user
 from ..conf import mcp_settings
 from ..models import SpentAuthorizationCode
-from ..writelock import write_transaction
+from ..state.writelock import write_transaction
+from .clients import allowed_scopes, is_client_disabled, service_user
 from .group_scopes import permitted_scopes
 from .registration import redirect_uri_allowed
 

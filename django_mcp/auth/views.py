@@ -27,7 +27,7 @@ from oauth2_provider.views import (
 
 from ..conf import mcp_settings
 from ..models import MCPClient
-from ..writelock import write_transaction
+from ..state.writelock import write_transaction
 from . import initial_tokens
 from .group_scopes import permitted_scopes
 from .ratelimit import registration_retry_after

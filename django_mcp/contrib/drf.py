@@ -39,14 +39,14 @@ from rest_framework.schemas.utils import get_pk_description
 from rest_framework.views import APIView
 from rest_framework.viewsets import ViewSetMixin
 
-from .. import project_middleware
 from ..access import Check
-from ..auditing import REDACTED, AuditPolicy
+from ..audit.declaration import REDACTED, AuditPolicy
 from ..context import Context
-from ..project_middleware import request_host
+from ..runtime import project_middleware
+from ..runtime.project_middleware import request_host
+from ..runtime.sync_pool import run_sync
 from ..server import hooks
 from ..signature import EMPTY, Parameter, Signature, arguments_model, model_name
-from ..sync import run_sync
 from ..tools import TaskSupport, Tool
 from ..view_tools import (
     CTX,

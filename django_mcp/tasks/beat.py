@@ -24,9 +24,9 @@ from django.apps import apps
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
+from ..audit import writer
 from ..conf import mcp_settings
 from ..models import MCPTaskWorker
-from ..operations import writer
 
 logger = logging.getLogger("django_mcp.tasks")
 

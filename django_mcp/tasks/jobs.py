@@ -38,18 +38,18 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from .. import dispatch
 from ..auth.bearer import INSUFFICIENT_SCOPE, AuthInfo
 from ..auth.grants import Standing
 from ..conf import mcp_settings
-from ..dispatch import Caller, Exchange, Rejected, default_site
 from ..exceptions import InputRequired
 from ..models import MCPTask
 from ..protocol import jsonrpc
 from ..protocol.versions import is_stateless
+from ..runtime import dispatch
+from ..runtime.dispatch import Caller, Exchange, Rejected, default_site
+from ..runtime.sync_pool import run_bookkeeping
+from ..runtime.unavailable import DatabaseUnavailable, database_error
 from ..server import servers
-from ..sync import run_bookkeeping
-from ..unavailable import DatabaseUnavailable, database_error
 from . import beat, store
 from .framework import runs_in_process, task_decorator, tasks_module
 from .notify import announce

@@ -32,14 +32,14 @@ from ..exceptions import InvalidParams, MCPError, MethodNotFound
 from ..protocol import cursor
 from ..protocol.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, ProtocolError
 from ..protocol.versions import at_least
+from ..runtime.sync_pool import run_bookkeeping
 from ..server import TaskHooks, hooks
-from ..sync import run_bookkeeping
 from . import EXTENSION, RELATED_TASK, store
 from .notify import announce
 
 if TYPE_CHECKING:
-    from ..engine import Exchange
     from ..models import MCPTask
+    from ..runtime.engine import Exchange
     from ..server import MCPServer
     from ..tools import Tool
 

@@ -17,8 +17,8 @@ import logging
 from ..models import MCPTask
 from ..protocol import jsonrpc
 from ..protocol.versions import at_least, is_stateless
-from ..routing import hub
-from ..unavailable import Unavailable
+from ..runtime.unavailable import Unavailable
+from ..state.hub import hub
 from . import store
 
 logger = logging.getLogger("django_mcp")

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from ..conf import mcp_settings
-from ..dispatch import Rejected
-from ..drain import drain
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
+from ..runtime.dispatch import Rejected
+from ..runtime.drain import drain
 
 JSON_CT = b"application/json"
 SSE_CT = b"text/event-stream"

@@ -3,7 +3,7 @@
 Not the system checks (``django_mcp.checks``, ``django_mcp.auth.checks``): these run on each request.
 
 The Channels consumer (``transports.http.MCPConsumer``) and the plain Django view
-(``django_mcp.views.mcp_view``, WSGI mode) call these with what they were given:
+(``django_mcp.transports.wsgi.mcp_view``, WSGI mode) call these with what they were given:
 an ASGI-shaped ``scope`` (the view builds one from its ``HttpRequest``) and the
 request headers as lower-case ``bytes`` names. Each raises ``HTTPError`` (or the
 auth ``Challenge``) with the status and JSON-RPC error both front ends answer.
@@ -17,7 +17,7 @@ from typing import Any
 from ..auth.bearer import authenticate_scope
 from ..conf import mcp_settings
 from ..protocol import jsonrpc
-from ..unavailable import DatabaseNotMigrated, unavailable
+from ..runtime.unavailable import DatabaseNotMigrated, unavailable
 from .base import JSON_CT, SSE_CT, HTTPError
 from .security import host_allowed, origin_allowed, unauthenticated_refusal
 

@@ -22,15 +22,15 @@ from typing import Any
 
 from channels.generic.http import AsyncHttpConsumer
 
-from .. import browsable, dispatch
 from ..conf import mcp_settings
-from ..dispatch import Caller, Rejected
-from ..drain import drain, shutdown_error
-from ..later import Later, uncancel
 from ..protocol import jsonrpc
+from ..runtime import dispatch
+from ..runtime.dispatch import Caller, Rejected
+from ..runtime.drain import drain, shutdown_error
+from ..runtime.timers import Later, uncancel
 from ..server import MCPServer
-from ..sessions import SessionState
-from . import guards, resumable, streamable
+from ..state.sessions import SessionState
+from . import browsable, guards, resumable, streamable
 from .base import SSE_CT, HTTPError
 from .stateless import StatelessMixin
 from .streamable import VERSION_HEADER, Answer, Run

@@ -22,7 +22,10 @@ import logging
 from typing import Any, Protocol
 
 from ..conf import mcp_settings
-from ..events import (
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import ProtocolError
+from ..runtime.unavailable import Unavailable
+from ..state.event_store import (
     REPLAYABLE,
     event_id,
     events,
@@ -31,12 +34,9 @@ from ..events import (
     parse_event_id,
     parse_get_event_id,
 )
-from ..notifications import session_notification
-from ..protocol import jsonrpc
-from ..protocol.jsonrpc import ProtocolError
-from ..routing import BROADCAST, Listener, hub, session_group
-from ..sessions import SessionState
-from ..unavailable import Unavailable
+from ..state.hub import BROADCAST, Listener, hub, session_group
+from ..state.notifications import session_notification
+from ..state.sessions import SessionState
 from .base import SSE_HEADERS, HTTPError, StreamWriter, pump, sse_event, stream_slot
 
 logger = logging.getLogger("django_mcp")

@@ -13,13 +13,13 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
-from .. import dispatch
-from ..drain import release
-from ..notifications import session_notification
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
-from ..routing import BROADCAST, Listener, hub, session_group
-from ..sessions import SessionState, store
+from ..runtime import dispatch
+from ..runtime.drain import release
+from ..state.hub import BROADCAST, Listener, hub, session_group
+from ..state.notifications import session_notification
+from ..state.sessions import SessionState, store
 from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event
 from .http import MCPConsumer
 

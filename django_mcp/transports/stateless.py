@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import dispatch
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
+from ..runtime import dispatch
 from .base import SSE_CT, SSE_HEADERS, HTTPError, pump, sse_event, stream_slot
 
 if TYPE_CHECKING:

@@ -32,17 +32,17 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 
-from .. import dispatch
 from ..auth.bearer import AuthInfo
 from ..conf import mcp_settings
-from ..dispatch import Caller, Rejected, has_envelope
-from ..notifications import session_notification
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import ProtocolError
 from ..protocol.versions import LATEST_HANDSHAKE, STATELESS_REVISIONS
-from ..routing import BROADCAST, hub, session_group
+from ..runtime import dispatch
+from ..runtime.dispatch import Caller, Rejected, has_envelope
 from ..server import MCPServer, site
-from ..sessions import SessionState, store
+from ..state.hub import BROADCAST, hub, session_group
+from ..state.notifications import session_notification
+from ..state.sessions import SessionState, store
 
 logger = logging.getLogger("django_mcp")
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-from .. import dispatch
 from ..auth.challenge import Challenge
-from ..dispatch import Caller, Rejected
-from ..drain import HEADERS as DRAIN_HEADERS
-from ..drain import drain, shutdown_error
 from ..protocol import jsonrpc
 from ..protocol.versions import LATEST, STATELESS_REVISIONS
+from ..runtime import dispatch
+from ..runtime.dispatch import Caller, Rejected
+from ..runtime.drain import HEADERS as DRAIN_HEADERS
+from ..runtime.drain import drain, shutdown_error
 from ..server import MCPServer
-from ..sessions import SessionState, store
+from ..state.sessions import SessionState, store
 from . import guards
 from .base import BODILESS, JSON_CT, HTTPError
 

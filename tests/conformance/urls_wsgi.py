@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path, re_path
 
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 
 from .fixtures import server
 

@@ -42,8 +42,10 @@ if os.environ.get("MCP_OAUTH_INTROSPECT"):
         os.environ["MCP_OAUTH_INTROSPECT_SECRET"],
     )
 # Every test registers from 127.0.0.1: the per-address limit is raised unless a test sets its own.
-DJANGO_MCP["REGISTRATION_RATE_LIMIT"] = [
-    int(n) for n in os.environ.get("MCP_REGISTRATION_RATE", "10000/3600").split("/")
-]
+# A rate string ("4/5 minutes"), or "count,seconds" for the [count, seconds] form of earlier releases.
+_registration_rate = os.environ.get("MCP_REGISTRATION_RATE", "10000/hour")
+DJANGO_MCP["REGISTRATION_RATE_LIMIT"] = (
+    [int(n) for n in _registration_rate.split(",")] if "," in _registration_rate else _registration_rate
+)
 if os.environ.get("MCP_ACCEPTED_AUDIENCES"):
     DJANGO_MCP["ACCEPTED_AUDIENCES"] = os.environ["MCP_ACCEPTED_AUDIENCES"].split()

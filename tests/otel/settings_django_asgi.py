@@ -1,4 +1,4 @@
-"""``tests.otel.settings`` under Django's own ASGI handler: the endpoint is ``django_mcp.views.mcp_view``."""
+"""``tests.otel.settings`` under Django's own ASGI handler: the endpoint is ``django_mcp.transports.wsgi.mcp_view``."""
 
 from tests.otel.settings import *  # noqa: F403
 

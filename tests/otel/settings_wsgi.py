@@ -1,4 +1,4 @@
-"""``tests.otel.settings`` in WSGI mode: the endpoint is ``django_mcp.views.mcp_view`` (tests.settings.urls_wsgi)."""
+"""``tests.otel.settings`` in WSGI mode: the endpoint is ``django_mcp.transports.wsgi.mcp_view``."""
 
 from tests.otel.settings import *  # noqa: F403
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from django_mcp.lru import LRU
+from django_mcp.state.lru import LRU
 from tests.support.servers import LiveServer, log_problem, server_env, start_server
 
 from .ops import ACCEPT, REVISION, OwnPostgres, OwnRedis, health, session_headers
@@ -140,7 +140,7 @@ def test_cleanup_cache_bound_and_broadcast(tmp_path: Path) -> None:
 
 STORE_EVENTS = """
 from django_mcp.conf import mcp_settings
-from django_mcp.events import events
+from django_mcp.state.event_store import events
 mcp_settings.EVENT_STORE_TTL = 1
 for stream in range(30):
     events.append_sync("s1", f"old{stream}", 1, b"{}")
@@ -170,7 +170,9 @@ def test_cleanup_deletes_expired_events_of_a_database_cache(tmp_path: Path) -> N
         real = server.manage("mcp_cleanup")
         assert "stored events: 31 deleted" in real, real
         assert _last_line(server.manage("shell", "-c", rows)) == "6"
-        check = "from django_mcp.events import events; print(events.replay_sync('s1', 'new0', 0) is not None)"
+        check = (
+            "from django_mcp.state.event_store import events; print(events.replay_sync('s1', 'new0', 0) is not None)"
+        )
         assert _last_line(server.manage("shell", "-c", check)) == "True"
     finally:
         server.stop()
@@ -186,7 +188,7 @@ def test_health_follows_the_channel_layer(tmp_path: Path) -> None:
         assert ok.status_code == 200, ok.text
         body = ok.json()
         assert body["status"] == "ok" and body["checks"] == {"database": "ok", "channel_layer": "ok"}
-        assert set(body["worker"]) == {"sessions_cached", "open_streams", "requests_in_flight"}
+        assert set(body["worker"]) == {"sessions_cached", "tokens_cached", "open_streams", "requests_in_flight"}
         assert ok.headers["cache-control"] == "no-store"
         assert httpx.head(f"{server.base}/mcp/health").status_code == 200
         assert httpx.post(f"{server.base}/mcp/health").status_code == 405

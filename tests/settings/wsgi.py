@@ -1,4 +1,4 @@
-"""The test project in WSGI mode (``gunicorn tests.settings.wsgi``): ``django_mcp.views.mcp_view`` at ``/mcp/``."""
+"""The test project in WSGI mode (``gunicorn tests.settings.wsgi``): ``django_mcp.transports.wsgi.mcp_view`` at /mcp/"""
 
 import os
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from django_mcp import MCPServer
 from django_mcp.auth import oauth2_provider_settings
-from django_mcp.views import mcp_view_for
+from django_mcp.transports.wsgi import mcp_view_for
 
 server = MCPServer("door-tests")
 

@@ -8,7 +8,7 @@ from django.core.exceptions import MiddlewareNotUsed
 
 from django_mcp.exceptions import MCPError, Refused
 from django_mcp.middleware import Call, CallNext
-from django_mcp.operations.telemetry import Telemetry
+from django_mcp.telemetry.middleware import Telemetry
 
 #: What ``Recorder`` saw, in process.
 SEEN: list[dict[str, Any]] = []

@@ -1,7 +1,7 @@
 """Live servers for WSGI mode: gunicorn sync workers, or uvicorn serving Django's own ASGI handler.
 
 Like ``tests.support.servers.start_server`` (daphne), with the same environment and ``LiveServer``;
-the endpoint is ``django_mcp.views.mcp_view`` routed by the project's URLconf, no Channels.
+the endpoint is ``django_mcp.transports.wsgi.mcp_view`` routed by the project's URLconf, no Channels.
 """
 
 from __future__ import annotations

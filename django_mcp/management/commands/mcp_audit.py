@@ -16,8 +16,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...audit import usage as usage_data
 from ...models import MCPCallRecord
-from ...operations import usage as usage_data
 from ..arguments import bounded, moment, short_id
 from ..output import add_format_argument, write
 from ..users import any_user

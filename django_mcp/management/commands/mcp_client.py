@@ -32,8 +32,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from ...auth import initial_tokens
-from ...auth.registration import redirect_uri_allowed
-from ...auth_clients import (
+from ...auth.clients import (
     applications,
     disable_clients,
     enable_clients,
@@ -43,6 +42,7 @@ from ...auth_clients import (
     revoke_user_tokens,
     with_activity,
 )
+from ...auth.registration import redirect_uri_allowed
 from ...models import InitialAccessToken, MCPClient, MCPSession
 from ..arguments import bounded, short_id, shown
 from ..output import add_format_argument, write

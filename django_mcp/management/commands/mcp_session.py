@@ -17,7 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...models import MCPSession
-from ...sessions import end_sessions_sync
+from ...state.sessions import end_sessions_sync
 from ..arguments import add_selection, bounded, by_prefix, short_id
 from ..output import add_format_argument, write
 from ..users import any_user

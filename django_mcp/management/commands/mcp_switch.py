@@ -17,10 +17,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...auth_clients import applications, disable_clients, enable_clients, oauth_installed
+from ... import switches
+from ...auth.clients import applications, disable_clients, enable_clients, oauth_installed
 from ...checks import project_servers
 from ...models import MCPClient, MCPSwitch
-from ...operations import switches
 from ..arguments import bounded, shown
 from ..output import add_format_argument, write
 

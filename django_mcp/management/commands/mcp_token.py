@@ -22,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from oauthlib.common import generate_token
 
-from ...auth_clients import is_client_disabled
+from ...auth.clients import is_client_disabled
 from ...conf import mcp_settings
 from ..users import active_user
 

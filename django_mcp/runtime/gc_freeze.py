@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 
-from .conf import mcp_settings
+from ..conf import mcp_settings
 
 #: Whether this process has frozen its startup heap (or was told not to): checked per request in WSGI mode.
 done = False

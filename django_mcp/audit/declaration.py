@@ -1,7 +1,7 @@
 """What a tool, resource or prompt declares about its audit record (``@site.tool(audit=...)``).
 
 The declaration lives with the object, like its scopes; the audit middleware
-(``django_mcp.operations.audit``) reads it on every call. Kept apart from both so
+(``django_mcp.audit.middleware``) reads it on every call. Kept apart from both so
 that declarations need not import the middleware, nor the middleware every kind of
 declaration.
 """

@@ -14,16 +14,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .auth_clients import CLIENTS_CHANGED
-from .exceptions import MCPError
+from ..auth.clients import CLIENTS_CHANGED
+from ..exceptions import MCPError
+from ..protocol import jsonrpc
+from ..runtime.sync_pool import run_bookkeeping
+from ..server import check_subscription
+from ..tasks import methods as task_methods
+from ..tasks import store
+from ..tasks.notify import task_group
+from .hub import BROADCAST, hub
 from .notifications import notification_for
-from .protocol import jsonrpc
-from .routing import BROADCAST, hub
-from .server import check_subscription
-from .sync import run_bookkeeping
-from .tasks import methods as task_methods
-from .tasks import store
-from .tasks.notify import task_group
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 _FLAGS = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}

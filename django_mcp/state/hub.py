@@ -41,10 +41,10 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .conf import mcp_settings
-from .events import events
-from .protocol import jsonrpc
-from .unavailable import BackendUnavailable, Unavailable
+from ..conf import mcp_settings
+from ..protocol import jsonrpc
+from ..runtime.unavailable import BackendUnavailable, Unavailable
+from .event_store import events
 
 logger = logging.getLogger("django_mcp")
 
@@ -54,7 +54,7 @@ BROADCAST = "mcp.all"
 PROBE_INTERVAL = 1.0
 _PROBE = "probe"
 
-#: False while serving a request whose event loop ends with it (WSGI mode, ``django_mcp.views``):
+#: False while serving a request whose event loop ends with it (WSGI mode, ``django_mcp.transports.wsgi``):
 #: nothing may outlive the request there, so no hub is started (its receive loop would die with the
 #: loop), sessions are read from the database rather than a cache nobody keeps up to date, and
 #: nothing that needs a held stream is offered.
@@ -126,6 +126,30 @@ class Hub:
         self._probe_sent = 0  # the number of the last probe sent
         self._probe_pending: float | None = None  # when the probe not back yet was sent
         self._cancelled: set[asyncio.Task[None]] = set()  # replaced receive loops, cancelled until they end
+        #: Times the layer failed or lost this worker's groups: a cache kept up to date by broadcasts
+        #: (the token cache) forgets what it holds when this changes, since messages may have been lost.
+        self.outages = 0
+
+    def _break(self) -> None:
+        self._broken = True
+        self.outages += 1
+
+    def hearing(self) -> bool:
+        """Whether this worker hears other processes' broadcasts now: started on the running loop, on a
+        layer shared between processes (not the in-memory one, not none), with no outage under way.
+
+        What a cache needs before it trusts broadcasts alone to learn of a change made elsewhere.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        if not (self._started and self._loop is loop) or self._layer is None or self._broken:
+            return False
+        if not self._probe_group:  # the in-memory layer: no other process reaches it
+            return False
+        pending = self._probe_pending
+        return pending is None or time.monotonic() - pending < PROBE_INTERVAL
 
     async def start(self) -> None:
         """Listen on the broadcast group from now on: a worker that caches sessions must hear them change."""
@@ -148,6 +172,7 @@ class Hub:
                 task.cancel()
             _done, tasks = await asyncio.wait(tasks, timeout=0.1)
         self._started = False
+        self.outages += 1  # what it would have heard meanwhile is lost
         self._task = self._refresher = self._sweeper = self._watcher = None
         self._cancelled = set()
 
@@ -177,7 +202,7 @@ class Hub:
                         await self._group_add(group)
                 except Exception as exc:  # noqa: BLE001 - the receive loop re-adds them once the layer is back
                     logger.warning("django_mcp hub: channel layer unavailable at start (%s)", exc)
-                    self._broken = True
+                    self._break()
                 if probing:
                     self._watcher = loop.create_task(self._watch())
                 self._task = loop.create_task(self._receive_loop())
@@ -220,7 +245,7 @@ class Hub:
                 raise
             except Exception as exc:  # noqa: BLE001 - the receive loop also notices, and recovers
                 logger.warning("django_mcp hub: group refresh failed (%s)", exc)
-                self._broken = True
+                self._break()
 
     async def _recover(self) -> bool:
         """Re-add every group after a failure; tell local listeners to catch up from the store."""
@@ -256,7 +281,7 @@ class Hub:
                     logger.debug("django_mcp hub: channel layer receive interrupted (%s); retrying", exc)
                     continue
                 logger.warning("django_mcp hub: channel layer receive failed (%s); recovering", exc)
-                self._broken = True
+                self._break()
                 await asyncio.sleep(0.2)
                 continue
             group = message.get("group", "")
@@ -312,7 +337,7 @@ class Hub:
 
     def _lost(self) -> None:
         """Recover in a new receive loop: the current one may wait on a connection that never answers."""
-        self._broken = True
+        self._break()
         self._probe_pending = None
         old = self._task
         if old is not None and not old.done():

@@ -29,8 +29,8 @@ from asgiref.sync import sync_to_async
 from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
 
-from .conf import mcp_settings
-from .unavailable import BackendUnavailable, Unavailable
+from ..conf import mcp_settings
+from ..runtime.unavailable import BackendUnavailable, Unavailable
 
 logger = logging.getLogger("django_mcp")
 

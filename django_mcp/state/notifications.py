@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from .protocol import jsonrpc
+from ..protocol import jsonrpc
 from .sessions import SessionState, store
 
 

@@ -27,21 +27,21 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from .conf import mcp_settings
-from .context import LOG_LEVELS
-from .exceptions import BeginTask, MCPError, RequestCancelled
+from ..conf import mcp_settings
+from ..context import LOG_LEVELS
+from ..exceptions import BeginTask, MCPError, RequestCancelled
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import ProtocolError
+from ..protocol.shaping import shape_for
+from ..protocol.validation import validate_client_result, validate_request, validate_server_result
+from ..protocol.versions import at_least, is_stateless, negotiate
+from ..server import CACHEABLE, InputRequired, MCPServer
+from ..state.hub import hub, session_group
+from ..state.sessions import SessionState, store
 from .i18n import language
-from .later import Later
-from .mrtr import load_state, sign_state
-from .protocol import jsonrpc
-from .protocol.jsonrpc import ProtocolError
-from .protocol.shaping import shape_for
-from .protocol.validation import validate_client_result, validate_request, validate_server_result
-from .protocol.versions import at_least, is_stateless, negotiate
-from .routing import hub, session_group
-from .server import CACHEABLE, InputRequired, MCPServer
-from .sessions import SessionState, store
-from .sync import drop_shared_connections
+from .request_state import load_state, sign_state
+from .sync_pool import drop_shared_connections
+from .timers import Later
 from .unavailable import Unavailable, database_error
 
 logger = logging.getLogger("django_mcp")

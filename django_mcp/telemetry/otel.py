@@ -28,7 +28,7 @@ from opentelemetry.trace import Link, SpanKind, StatusCode
 
 from ..conf import mcp_settings
 from ..middleware import Call, CallNext
-from ..sessions import EndedSession
+from ..state.sessions import EndedSession
 from ..version import __version__
 
 #: The conventions' advice for both histograms (seconds).

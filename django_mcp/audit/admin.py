@@ -26,8 +26,8 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from .models import MCPCallRecord, MCPTask
-from .operations import usage as usage_data
+from ..models import MCPCallRecord, MCPTask
+from . import usage as usage_data
 
 #: The permission (``app_label.codename``) that shows a record's arguments and result.
 PAYLOAD_PERMISSION = "django_mcp.view_mcpcallrecord_payload"
@@ -80,7 +80,7 @@ class TargetFilter(admin.SimpleListFilter):
 
 def declared_targets() -> set[str]:
     """The names of every tool and prompt and the URI of every static resource the project's servers declare."""
-    from .checks import project_servers  # reason: the servers mounted by the project, known once it is loaded
+    from ..checks import project_servers  # reason: the servers mounted by the project, known once it is loaded
 
     names: set[str] = set()
     for server in project_servers():

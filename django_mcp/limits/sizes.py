@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..conf import mcp_settings
-from ..engine import engine
 from ..exceptions import MCPError
 from ..middleware import Call
+from ..runtime.engine import engine
 
 #: The methods whose results are measured.
 MEASURED = frozenset({"tools/call", "resources/read", "prompts/get"})

@@ -20,22 +20,22 @@ from typing import Any
 from django.core.signals import setting_changed
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from . import middleware
-from .auth.bearer import INSUFFICIENT_SCOPE, insufficient_scope
-from .auth.challenge import Challenge
-from .conf import mcp_settings
+from .. import middleware
+from ..auth.bearer import INSUFFICIENT_SCOPE, insufficient_scope
+from ..auth.challenge import Challenge
+from ..conf import mcp_settings
+from ..exceptions import Refused
+from ..middleware import Call, CallNext, Refusal
+from ..protocol import headers, jsonrpc
+from ..protocol import skills as skill_rules
+from ..protocol.jsonrpc import ProtocolError
+from ..protocol.validation import validate_notification, validate_request
+from ..protocol.versions import BATCH_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
+from ..server import MCPServer, site
+from ..state.sessions import SessionState, store
+from ..state.subscriptions import ListenFilter
+from ..tasks import methods as task_methods
 from .engine import UNSET, Exchange, Outlet, engine, negotiate_initialize
-from .exceptions import Refused
-from .middleware import Call, CallNext, Refusal
-from .protocol import headers, jsonrpc
-from .protocol import skills as skill_rules
-from .protocol.jsonrpc import ProtocolError
-from .protocol.validation import validate_notification, validate_request
-from .protocol.versions import BATCH_REVISIONS, HANDSHAKE_REVISIONS, STATELESS_REVISIONS
-from .server import MCPServer, site
-from .sessions import SessionState, store
-from .subscriptions import ListenFilter
-from .tasks import methods as task_methods
 
 logger = logging.getLogger("django_mcp")
 

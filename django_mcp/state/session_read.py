@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.db import connections, models, router
 
-from .models import MCPSession
+from ..models import MCPSession
 
 #: What the statement is compiled with, found again among its parameters to know their places.
 _ID = "django-mcp:session-id"

@@ -20,9 +20,9 @@ from typing import Any
 from django.core.checks import Error
 from django.core.exceptions import ImproperlyConfigured
 
-from ..conf import mcp_settings
-from ..server import MCPServer
-from ..skills import SkillFiles, SkillManifest
+from .conf import mcp_settings
+from .server import MCPServer
+from .skills import SkillFiles, SkillManifest
 from .switches import LABELS, registered
 
 #: A skill is named once, by its path: its SKILL.md and its files carry the skill's rules.

@@ -43,12 +43,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.utils.html import strip_tags
 from django.utils.module_loading import import_string
 
-from .conf import mcp_settings
-from .exceptions import ToolError
-from .sync import in_user_pool, user_pool
+from ..conf import mcp_settings
+from ..exceptions import ToolError
+from .sync_pool import in_user_pool, user_pool
 
 if TYPE_CHECKING:
-    from .context import Context
+    from ..context import Context
 
 R = TypeVar("R")
 

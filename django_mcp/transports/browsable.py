@@ -31,13 +31,13 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, ResolverMatch, reverse
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from . import dispatch
-from .conf import mcp_settings
-from .discovery import card_settings
-from .protocol import extensions, jsonrpc
-from .protocol.jsonrpc import ProtocolError
-from .protocol.versions import ALL_REVISIONS, LATEST
-from .server import MCPServer
+from ..conf import mcp_settings
+from ..discovery import card_settings
+from ..protocol import extensions, jsonrpc
+from ..protocol.jsonrpc import ProtocolError
+from ..protocol.versions import ALL_REVISIONS, LATEST
+from ..runtime import dispatch
+from ..server import MCPServer
 
 #: The revision the page speaks to the door (stateless: no session to keep).
 REVISION = LATEST

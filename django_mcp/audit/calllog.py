@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .audit import Entry
+    from .middleware import Entry
 
 logger = logging.getLogger("django_mcp.calls")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from django.core import signing
 
-from .conf import mcp_settings
-from .protocol.jsonrpc import INVALID_PARAMS, ProtocolError
+from ..conf import mcp_settings
+from ..protocol.jsonrpc import INVALID_PARAMS, ProtocolError
 
 _SALT = "django_mcp.request_state"
 

@@ -3,7 +3,7 @@
 Left alone, daphne cancels every application task the moment Twisted's reactor
 stops, and uvicorn cancels whatever outlives ``--timeout-graceful-shutdown``; a
 cancelled call then ended in an empty ``202``. Instead, the first SIGTERM starts
-draining. The worker stops listening (``django_mcp.listeners``): a proxy's next
+draining. The worker stops listening (``django_mcp.runtime.sockets``): a proxy's next
 connection is refused and goes to another worker, with nothing sent, so nginx may
 resend even a POST. Requests that still arrive on connections already open are
 served, answered with ``Connection: close`` so the proxy opens no more of them here.
@@ -36,11 +36,11 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from .conf import mcp_settings
+from ..conf import mcp_settings
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import ProtocolError
 from .engine import engine
-from .listeners import listeners_of, stop_listening
-from .protocol import jsonrpc
-from .protocol.jsonrpc import ProtocolError
+from .sockets import listeners_of, stop_listening
 
 logger = logging.getLogger("django_mcp")
 
@@ -239,7 +239,7 @@ class DrainMiddleware:
         try:
             if drain.draining:
                 send = _closing(send)
-            await self.inner({**scope, "django_mcp.drain": held}, receive, send)
+            await self.inner({**scope, "django_mcp.runtime.drain": held}, receive, send)
         finally:
             held.release()
 
@@ -260,7 +260,7 @@ class _Held:
 
 def release(scope: dict[str, Any]) -> None:
     """Stop counting this request: a stream that stays open until the server stops must not hold the drain."""
-    held = scope.get("django_mcp.drain")
+    held = scope.get("django_mcp.runtime.drain")
     if isinstance(held, _Held):
         held.release()
 

@@ -27,8 +27,8 @@ from typing import Any
 from django.core.cache import caches
 from django.core.signals import setting_changed
 
-from ..rates import Rate
-from ..sync import run_bookkeeping
+from ..runtime.sync_pool import run_bookkeeping
+from .rates import Rate
 
 logger = logging.getLogger("django_mcp")
 
@@ -172,25 +172,55 @@ class Counters:
             for k in list(self._slots)[: MAX_SLOTS // 2]:
                 del self._slots[k]
 
-    async def _lease(self, alias: str, key: str, rate: Rate, slot: _Slot) -> None:
-        """Lease a slice of ``slot``'s window from the shared counter."""
+    def take_sync(self, alias: str, key: str, rate: Rate) -> int | None:
+        """``take`` for sync code (a Django view): a lease's round trip runs on the calling thread."""
+        while True:
+            now = time.time()
+            taken = self.try_take(key, rate, now)
+            if taken is True:
+                return None
+            if taken is not False:
+                return int(taken)
+            slot = self._slot(key, rate, now)
+            size, shared, ttl = self._lease_of(key, rate, slot)
+            try:
+                total = reserve(alias, shared, size, ttl)
+            except Exception:  # noqa: BLE001 (a cache outage admits, fail open; _failed logs it)
+                self._failed(alias, slot, size)
+                continue
+            self._granted(rate, slot, size, total)
+
+    @staticmethod
+    def _lease_of(key: str, rate: Rate, slot: _Slot) -> tuple[int, str, int]:
+        """The slice to lease for ``slot``, the shared counter's key, and its time to live."""
         size = max(1, min(rate.amount // SLICE_SHARE, MAX_SLICE))
         end = (slot.window + 1) * slot.seconds
         ttl = max(1, math.ceil(end - time.time()) + 1)
-        shared = cache_key(key, f"{rate.amount}/{rate.seconds}", str(slot.window))
-        try:
-            total = await run_bookkeeping(reserve, alias, shared, size, ttl)
-        except Exception:  # a cache outage admits (fail open), logged at most once a minute
-            now = time.time()
-            if now - self._failed_at > 60:
-                self._failed_at = now
-                logger.warning("django_mcp: rate limits cannot reach cache %r; admitting calls", alias, exc_info=True)
-            slot.left += size
-            return
+        return size, cache_key(key, f"{rate.amount}/{rate.seconds}", str(slot.window)), ttl
+
+    def _failed(self, alias: str, slot: _Slot, size: int) -> None:
+        now = time.time()
+        if now - self._failed_at > 60:
+            self._failed_at = now
+            logger.warning("django_mcp: rate limits cannot reach cache %r; admitting calls", alias, exc_info=True)
+        slot.left += size
+
+    @staticmethod
+    def _granted(rate: Rate, slot: _Slot, size: int, total: int) -> None:
         granted = max(0, min(size, rate.amount - (total - size)))
         slot.left += granted
         if granted < size:
             slot.exhausted = True
+
+    async def _lease(self, alias: str, key: str, rate: Rate, slot: _Slot) -> None:
+        """Lease a slice of ``slot``'s window from the shared counter."""
+        size, shared, ttl = self._lease_of(key, rate, slot)
+        try:
+            total = await run_bookkeeping(reserve, alias, shared, size, ttl)
+        except Exception:  # noqa: BLE001 (a cache outage admits, fail open; _failed logs it)
+            self._failed(alias, slot, size)
+            return
+        self._granted(rate, slot, size, total)
 
 
 #: This worker's counters.

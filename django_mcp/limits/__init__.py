@@ -1,0 +1,1 @@
+"""Rate limits, task quotas, the result size cap and tool-call deadlines, on one fixed-window counter."""

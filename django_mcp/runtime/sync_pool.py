@@ -1,0 +1,241 @@
+"""Sync code off the event loop, in bounded pools, each call handled like a Django request.
+
+Why: ``sync_to_async(thread_sensitive=True)`` sends every sync call of a process
+through one thread, so one slow sync tool stalled every other sync tool and every
+session query, and that thread kept a connection a database restart had broken.
+
+- ``user_pool`` (``SYNC_WORKERS`` threads) runs user code: sync tools, DRF and view
+  tools, ModelResource reads, permission checks, template renders, completions.
+  When every thread is busy a caller waits up to ``SYNC_QUEUE_TIMEOUT`` seconds,
+  then gets ``Busy`` (503 / a retryable JSON-RPC error), never a 500.
+- ``bookkeeping_pool`` (``SYNC_BOOKKEEPING_WORKERS`` threads) runs the package's own
+  queries (session store, bearer tokens), so they never wait behind a tool.
+
+Each call runs ``close_old_connections()`` before and after, as Django does around
+a request: ``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS`` are honoured and a broken
+connection is dropped, so the next call reconnects. Except on SQLite
+(``recycle_connections``): a healthy connection stays open. asgiref runs the call: the
+caller's contextvars (the active translation, anything set by middleware) are
+copied in and back, and ``async_to_sync`` inside a sync tool reaches back into the
+event loop. A database that cannot serve surfaces as ``DatabaseUnavailable``.
+
+Under an ``async_to_sync`` caller (a sync tool reaching back into the loop, or a test
+driving the server in process) a call stays on that caller's thread, as asgiref's
+thread-sensitive mode does: its connection, its transaction, no second request cycle.
+Every thread holds its own connection: a worker process needs up to
+``SYNC_WORKERS + SYNC_BOOKKEEPING_WORKERS + 1`` (asgiref's shared thread) connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
+from django.core.signals import setting_changed
+from django.db import DatabaseError, close_old_connections, connections
+
+from ..conf import mcp_settings
+from .unavailable import Busy, database_error
+
+R = TypeVar("R")
+
+
+def recycle_connections(conns: Iterable[Any] | None = None) -> None:
+    """``close_old_connections()`` for a thread of the package's own, keeping healthy SQLite connections.
+
+    Why: with Django's default ``CONN_MAX_AGE = 0`` every call opened a new SQLite connection, and
+    SQLite re-reads the whole schema on a connection's first statement: about 1.5 ms a call, more
+    than the rest of a small call. An SQLite connection holds no server resource (what
+    ``CONN_MAX_AGE`` rations), and idle in autocommit it holds no lock. A connection on which an
+    error occurred, or left inside a transaction, is still closed; other databases keep
+    ``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS`` as Django applies them around a request.
+    """
+    for conn in connections.all(initialized_only=True) if conns is None else conns:
+        if conn.vendor == "sqlite" and conn.connection is not None:
+            if conn.errors_occurred:  # SQLite's is_usable() is always True: after an error, start afresh
+                conn.close()
+                continue
+            conn.close_at = None  # never obsolete by age; left mid-transaction, it still closes below
+        conn.close_if_unusable_or_obsolete()
+
+
+def _request_cycle(fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+    """On a pool thread: the call between two ``recycle_connections()``, like a Django request."""
+    recycle_connections()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        try:
+            recycle_connections()
+        except DatabaseError:  # closing a broken connection: the call's own outcome is what matters
+            pass
+
+
+def _settle(done: asyncio.Future[Any], gate: asyncio.Semaphore) -> None:
+    """A pool call ended: free its slot, and collect an outcome nobody waits for any more."""
+    gate.release()
+    if not done.cancelled():
+        done.exception()
+
+
+class Pool:
+    """A named thread pool, made on first use with its size from settings."""
+
+    def __init__(self, name: str, size_setting: str, gated: bool) -> None:
+        self.name = name
+        self.size_setting = size_setting
+        self.gated = gated
+        self._executor: ThreadPoolExecutor | None = None
+        self._call: SyncToAsync[Any, Any] | None = None
+        self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.size = 0
+
+    def _runner(self) -> SyncToAsync[Any, Any]:
+        if self._call is None:
+            self.size = max(1, int(getattr(mcp_settings, self.size_setting)))
+            self._executor = ThreadPoolExecutor(self.size, thread_name_prefix=f"mcp-{self.name}")
+            self._call = SyncToAsync(_request_cycle, thread_sensitive=False, executor=self._executor)
+        return self._call
+
+    def _gate(self) -> asyncio.Semaphore:
+        """One admission gate per event loop (tests and stdio may run several loops)."""
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.size)
+        return gate
+
+    def run(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, R]:
+        """``fn(*args, **kwargs)`` on a pool thread; DB unavailability becomes ``DatabaseUnavailable``.
+
+        A plain function returning ``_run``'s coroutine: no second coroutine frame on every call.
+        """
+        return self._run(fn, args, kwargs, plain=False)
+
+    def run_plain(self, fn: Callable[..., R], /, *args: Any) -> Coroutine[Any, Any, R]:
+        """``run`` for a short call that neither sets a contextvar the caller needs back nor calls
+        ``async_to_sync``: on an ungated pool, a plain executor hop with the caller's contextvars copied in.
+
+        Why: asgiref's ``SyncToAsync`` costs about 40 µs of CPU a call more than ``run_in_executor``
+        (its thread context for ``async_to_sync``, the context copied back); WSGI mode pays a hop
+        for its session read on every request. Same pool, same request cycle, same error mapping.
+        """
+        return self._run(fn, args, {}, plain=True)
+
+    async def _run(self, fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any], *, plain: bool) -> R:
+        try:
+            if getattr(AsyncToSync.executors, "current", None) is not None:  # a sync caller owns a thread
+                result: R = await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
+                return result
+            call = self._runner()
+            if not self.gated:
+                if plain:
+                    context = contextvars.copy_context()
+                    loop = asyncio.get_running_loop()
+                    result = await loop.run_in_executor(self._executor, context.run, _request_cycle, fn, args, kwargs)
+                else:
+                    result = await call(fn, args, kwargs)
+                return result
+            gate = self._gate()
+            if gate.locked():
+                try:
+                    await asyncio.wait_for(gate.acquire(), mcp_settings.SYNC_QUEUE_TIMEOUT)
+                except asyncio.TimeoutError:
+                    raise Busy() from None
+            else:
+                await gate.acquire()  # free: returns at once, no task switch
+            # The gate opens when the thread is done, not when the caller stops waiting: a cancelled
+            # call's thread runs on, and releasing early would admit more callers than free threads.
+            try:
+                work = asyncio.ensure_future(call(fn, args, kwargs))
+            except BaseException:
+                gate.release()
+                raise
+            work.add_done_callback(lambda done: _settle(done, gate))
+            result = await asyncio.shield(work)
+            return result
+        except Exception as exc:
+            mapped = database_error(exc)
+            if mapped is None or mapped is exc:
+                raise
+            raise mapped from exc
+
+    def wrap(self, fn: Callable[..., R]) -> Callable[..., Any]:
+        """``fn`` as a coroutine function running on this pool (what ``sync_to_async(fn)`` was)."""
+
+        async def run(*args: Any, **kwargs: Any) -> R:
+            return await self.run(fn, *args, **kwargs)
+
+        return run
+
+    def reset(self) -> None:
+        """Forget the executor (new size on next use); running calls finish on the old threads."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+        self._executor = self._call = None
+        self._gates = weakref.WeakKeyDictionary()
+
+
+user_pool = Pool("sync", "SYNC_WORKERS", gated=True)
+bookkeeping_pool = Pool("bookkeeping", "SYNC_BOOKKEEPING_WORKERS", gated=False)
+
+
+async def run_sync(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """Run sync user code in ``user_pool``."""
+    return await user_pool.run(fn, *args, **kwargs)
+
+
+def in_user_pool(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """``fn`` as a coroutine function: itself when async, else on ``user_pool`` (user code may block)."""
+    return fn if inspect.iscoroutinefunction(fn) else user_pool.wrap(fn)
+
+
+async def run_bookkeeping(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """Run the package's own database work in ``bookkeeping_pool``."""
+    return await bookkeeping_pool.run(fn, *args, **kwargs)
+
+
+async def read_bookkeeping(fn: Callable[..., R], /, *args: Any) -> R:
+    """``run_bookkeeping`` for a plain read that never reaches back into the loop (``Pool.run_plain``)."""
+    return await bookkeeping_pool.run_plain(fn, *args)
+
+
+async def drop_shared_connections() -> None:
+    """After an async handler's ORM call failed: let asgiref's shared thread drop a broken connection.
+
+    Async ORM calls (``aget``, ``acount``...) run on that one thread, which no request
+    cycle closes; without this a connection broken by a database restart stayed there.
+    """
+    try:
+        await sync_to_async(close_old_connections, thread_sensitive=True)()
+    except DatabaseError:
+        pass
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "DJANGO_MCP":
+        user_pool.reset()
+        bookkeeping_pool.reset()
+
+
+setting_changed.connect(_reload)
+
+__all__ = [
+    "Pool",
+    "bookkeeping_pool",
+    "drop_shared_connections",
+    "in_user_pool",
+    "read_bookkeeping",
+    "recycle_connections",
+    "run_bookkeeping",
+    "run_sync",
+    "user_pool",
+]

@@ -1,0 +1,1 @@
+"""What outlives a request: sessions, the per-process hub on the Channels layer, the SSE event store, subscriptions."""

@@ -1,0 +1,1 @@
+"""OpenTelemetry spans and metrics for every request through the door (``TELEMETRY``)."""
