@@ -157,6 +157,7 @@ MODERN_META = {
 }
 
 
+@pytest.mark.own_config  # it names each server's database itself (both); the layer plays no part
 @pytest.mark.parametrize("db", ["sqlite", "postgres"])
 def test_every_call_is_recorded_whatever_its_numbers(tmp_path: Path, db: str) -> None:
     """1e999 is valid JSON that no float holds (infinity): the call runs and its record is kept, the number

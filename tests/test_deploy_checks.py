@@ -191,6 +191,7 @@ def manage_check(tmp_path: Path, *args: str, **env: str) -> set[str]:
     return set(re.findall(r"\((django_mcp\.W0[23]\d)\)", out.stdout + out.stderr))
 
 
+@pytest.mark.own_config  # SQLite picked here (server_env db="sqlite"): pg-redis would run the same
 def test_check_deploy_warns_about_development_settings(tmp_path: Path) -> None:
     found = manage_check(tmp_path, "--deploy", MCP_DEPLOY="development")
     expected = {"django_mcp.W020", "django_mcp.W021", "django_mcp.W023", "django_mcp.W024", "django_mcp.W025",
@@ -199,12 +200,14 @@ def test_check_deploy_warns_about_development_settings(tmp_path: Path) -> None:
     assert manage_check(tmp_path, MCP_DEPLOY="development") == set()  # only with --deploy
 
 
+@pytest.mark.own_config  # SQLite picked here (server_env db="sqlite"): pg-redis would run the same
 def test_check_deploy_is_quiet_for_the_guides_settings(tmp_path: Path) -> None:
     assert manage_check(tmp_path, "--deploy", MCP_DEPLOY="guide") == set()
     without_pool = manage_check(tmp_path, "--deploy", MCP_DEPLOY="guide", MCP_DEPLOY_NO_POOL="1")
     assert without_pool == {"django_mcp.W022"}
 
 
+@pytest.mark.own_config  # SQLite picked here (server_env db="sqlite"): pg-redis would run the same
 def test_check_deploy_database_finds_a_queue_nobody_works(tmp_path: Path) -> None:
     """``W026`` reads the queue only with ``--database``: SQLite here (so ``W021`` too), a task waiting 10 min."""
     env = {"MCP_DEPLOY": "guide", "MCP_DEPLOY_DB": "sqlite"}

@@ -9,6 +9,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+#: own_config: every process here picks its own SQLite file (an empty or a new one is the point), so pg-redis would
+#: run the same thing again.
+pytestmark = pytest.mark.own_config
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Starts Django with every RuntimeWarning an error ("Accessing the database during app initialization"), counting

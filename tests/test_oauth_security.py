@@ -414,6 +414,7 @@ def test_registration_limits(oauth_server: OAuthServer, oauth_log: Any) -> None:
     )
 
 
+@pytest.mark.own_config  # the count is in the one worker's in-process cache (memory layer picked): not the database
 def test_registration_rate_limit(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Anonymous registration per address: over the limit 429 with Retry-After; staff's token still registers."""
     tmp = tmp_path_factory.mktemp("oauth-rate")
@@ -485,6 +486,7 @@ async def test_tokens_hashed_at_rest(oauth_server: OAuthServer, alice: Browser, 
     assert tool_text(r.json()) == "alice authenticated=True"
 
 
+@pytest.mark.own_config  # the count is in its own redis-server (picked here), not in the database or the layer
 def test_registration_rate_limit_holds_across_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Two daphne workers, one database, one Redis cache (its own redis-server): one budget per address."""
     import shutil

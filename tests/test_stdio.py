@@ -29,7 +29,11 @@ from mcp.client.stdio import stdio_client
 
 from django_mcp import Context
 from django_mcp.server import MCPServer
-from tests.support.servers import ROOT
+from tests.support.servers import ROOT, migrate_database
+
+#: own_config: every server process runs on its own SQLite file and the in-memory layer (the env fixture), so
+#: pg-redis would run the same thing again.
+pytestmark = pytest.mark.own_config
 
 TIMEOUT = 60
 HANDSHAKE = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
@@ -89,7 +93,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         MCP_TEST_LAYER="memory",
         MCP_SQLITE=str(tmp / "stdio.sqlite3"),
     )
-    manage(env, "migrate", "--noinput", "-v0")
+    migrate_database(env)  # a copy of the run's migrated tests.settings file, as the live servers get
     return env
 
 

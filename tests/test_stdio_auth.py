@@ -19,7 +19,11 @@ from mcp.shared.exceptions import MCPError
 
 from django_mcp import Context
 from django_mcp.server import MCPServer
-from tests.support.servers import ROOT
+from tests.support.servers import ROOT, migrate_database
+
+#: own_config: every process runs on its own SQLite file and the in-memory layer (the env fixture), so pg-redis
+#: would run the same thing again.
+pytestmark = pytest.mark.own_config
 
 TIMEOUT = 60
 RESOURCE = "http://127.0.0.1:8000/mcp/"
@@ -51,7 +55,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         MCP_TEST_LAYER="memory",
         MCP_SQLITE=str(tmp / "stdio-auth.sqlite3"),
     )
-    manage(env, "migrate", "--noinput", "-v0")
+    migrate_database(env)  # a copy of the run's migrated tests.oauth.settings file, as the live servers get
     code = (
         "from django.contrib.auth import get_user_model; U = get_user_model(); "
         "U.objects.create_user('alice', password='pw-alice-123'); "

@@ -430,6 +430,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry" and (m
 @pytest.mark.parametrize("on", [False, True])
 def test_off_imports_nothing_of_opentelemetry(tmp_path: Path, on: bool, make_env: Any) -> None:
     env = make_env(tmp_path, settings="tests.otel.settings", MCP_TELEMETRY="1" if on else "0")
+    migrate_database(env)  # a copy of the run's migrated file: the probe's migrate then applies nothing (~8 s less)
     out = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
     )
