@@ -128,7 +128,7 @@ pg-redis: venv node browser
 # Django). The other live-server files exercise the same code through the network, which does not depend on
 # Django's version: they run on 5.2, on SQLite and on PostgreSQL + Redis. So do the production fault tests and the conformance runs.
 LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands drf_tools engine_security \
-	example_project example_project_client hot_path limits listen_access mcp_clients_endpoint mcp_inspect \
+	example_project example_project_client hot_path listen_access mcp_clients_endpoint mcp_inspect \
 	model_resources id_jag oauth_attacks oauth_flow oauth_introspection oauth_oidc_login oauth_security oauth_swapped perf_paths \
 	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
 	audit_live limits_live switches_live telemetry large_project jwt_resource_server

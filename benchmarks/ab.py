@@ -11,7 +11,7 @@ a sync call's CPU by ~15 µs in process and, served, lost 2-15 % req/s and spent
 
 A and B are each a checkout (``--a-dir``/``--b-dir``: a ``git worktree`` of the commit before, say) and
 environment settings (``--a-env``/``--b-env KEY=VALUE``, once per variable: ``MCP_ATOMIC_TOOL_CALLS=0``,
-``MCP_BENCH_MIDDLEWARE=none``..., what ``benchmarks/settings.py`` and ``tests/settings.py`` read). Both
+``MCP_BENCH_MIDDLEWARE=none``..., what ``benchmarks/settings.py`` and ``tests/settings/__init__.py`` read). Both
 run with this checkout's virtualenv. An A/A run (no options) shows the noise: 0.94x req/s and 1.06x CPU
 in 5 rounds of 3 s on 2026-11-28.
 
@@ -82,7 +82,7 @@ def parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
 
 def start(name: str, directory: Path, env: tuple[tuple[str, str], ...], logdir: Path) -> Side:
     base = ours_env(directory, logdir / f"{name}.sqlite3")
-    server = Server(Spec("ours", "uvicorn", "tests.asgi:application", env=env), base, logdir)
+    server = Server(Spec("ours", "uvicorn", "tests.settings.asgi:application", env=env), base, logdir)
     server.log = logdir / f"{name}.log"
     server.cwd = directory
     migrate({**base, **dict(env)}, directory)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What the audit log costs a call, in CPU time, in process (``cpu.py``'s method).
 
-The same ASGI application (``tests.asgi``) answers the same ``tools/call`` with
+The same ASGI application (``tests.settings.asgi``) answers the same ``tools/call`` with
 ``DJANGO_MCP["MIDDLEWARE"]`` set to nothing and to the audit middleware, in turns within
 each round; each figure is the best round's CPU microseconds per request (``process_time``:
 user and system time of every thread of this process). The audit rounds run with the real
@@ -83,7 +83,7 @@ async def measure(
 
 
 async def main(args: argparse.Namespace) -> int:
-    from tests.asgi import application as app
+    from tests.settings.asgi import application as app
 
     if args.pin:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})

@@ -6,7 +6,7 @@ neighbours. This script counts CPU time instead (``time.process_time()``, this p
 only), for the same cases, at two levels:
 
 * ``asgi``: the ASGI application alone. Prebuilt ``http.request`` events are fed to
-  ``tests.asgi:application`` (ours) and ``benchmarks.floor:application`` (the floor) and
+  ``tests.settings.asgi:application`` (ours) and ``benchmarks.floor:application`` (the floor) and
   the response is collected; nothing else runs. This is the part our code can change.
   Both get the very same request, headers and body (the floor ignores what it does not
   need), so the difference is our processing alone.
@@ -265,7 +265,7 @@ class Levels:
 
 async def main(args: argparse.Namespace) -> int:
     from benchmarks.floor import application as floor_app
-    from tests.asgi import application as ours_app
+    from tests.settings.asgi import application as ours_app
 
     levels = [level.strip() for level in args.level.split(",") if level.strip()]
     conns = [int(c) for c in args.connections.split(",")]

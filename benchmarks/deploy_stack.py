@@ -48,7 +48,7 @@ from benchmarks.sync_pool import pg_admin  # noqa: E402
 from tests.production.harness import documented_command, nginx_config  # noqa: E402
 
 DB = "mcp_bench_stack"
-APP = "tests.asgi:application"
+APP = "tests.settings.asgi:application"
 
 
 @dataclass(frozen=True)

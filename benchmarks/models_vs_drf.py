@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """``ModelResource`` against Django REST framework on the same server, same rows, same fields.
 
-One server process (``tests.asgi:application`` with ``benchmarks.models_settings``; daphne,
+One server process (``tests.settings.asgi:application`` with ``benchmarks.models_settings``; daphne,
 then uvicorn) serves both sides: the MCP endpoint at ``/mcp/`` and DRF views at ``/drf/``.
 The data is 1,000 ``Item`` rows with a ``Publisher`` foreign key (``benchmarks.modelbench``),
 ``select_related("publisher")`` on both sides. DEBUG off, access logs off.
@@ -267,7 +267,7 @@ class Bench:
                 self.drop(db)
 
     def bench_server(self, db: str, server_name: str) -> None:
-        spec = R.Spec(f"models-{db}", server_name, "tests.asgi:application")
+        spec = R.Spec(f"models-{db}", server_name, "tests.settings.asgi:application")
         server = R.Server(spec, self.env(db), self.logdir)
         self.log(f"== {db} · {server_name}")
         try:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What the operations middleware costs: the same tool, same server code, the features off and on, one run.
 
-Each configuration is our server (``tests.asgi:application`` with ``benchmarks.settings``) on uvicorn,
+Each configuration is our server (``tests.settings.asgi:application`` with ``benchmarks.settings``) on uvicorn,
 pinned to core 0, with ``wrk`` on core 1 POSTing a 2026-07-28 ``tools/call`` of ``echo`` at 16
 connections. The configurations take turns, round after round, so drift in the machine hits them all
 alike; the median of each is compared with "off" (``MIDDLEWARE = []``):
@@ -86,7 +86,7 @@ def main() -> int:
         for name in names:
             env = {**base, **CONFIGS[name][0], "MCP_SQLITE": str(logdir / f"{name}.sqlite3")}
             _migrate(env)
-            server = Server(Spec(f"ops-{name}", "uvicorn", "tests.asgi:application"), env, logdir)
+            server = Server(Spec(f"ops-{name}", "uvicorn", "tests.settings.asgi:application"), env, logdir)
             server.start()
             try:
                 with httpx.Client(timeout=10) as client:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Worker memory per cached idle session and per held GET SSE stream, by RSS on a real server.
 
-Starts one worker (daphne or uvicorn) on ``tests.asgi`` with SQLite and the in-memory
+Starts one worker (daphne or uvicorn) on ``tests.settings.asgi`` with SQLite and the in-memory
 layer, reads its ``VmRSS`` from ``/proc``, opens ``--sessions`` sessions
 (``initialize`` over HTTP), reads it again, then holds ``--streams`` GET streams open
 (raw sockets, one per session) and reads it once more. Prints one ``OPS_MEMORY {...}``
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import server_env, start_server  # noqa: E402
 from tests.production.ops import start_uvicorn  # noqa: E402
 from tests.production.test_cleanup_health import _open_sessions  # noqa: E402
+from tests.support.servers import server_env, start_server  # noqa: E402
 
 
 def rss_kib(pid: int) -> int:

@@ -5,7 +5,7 @@ Every server runs as a subprocess pinned to CPU core 0 (DEBUG off, access logs o
 ``wrk`` runs pinned to core 1 and POSTs JSON-RPC bodies built by ``post.lua``.
 Servers, one at a time:
 
-* ours   ``tests.asgi:application`` with ``benchmarks.settings``, on daphne and on uvicorn
+* ours   ``tests.settings.asgi:application`` with ``benchmarks.settings``, on daphne and on uvicorn
 * floor  ``benchmarks.floor`` (bare ``AsyncHttpConsumer``, fixed result), on daphne and on uvicorn
 * starlette  ``benchmarks.starlette_floor``: a bare Starlette endpoint doing the same JSON work, on uvicorn
 * view   ``benchmarks.djangoview`` (Django async view, default middleware), on daphne and on uvicorn
@@ -244,8 +244,8 @@ INIT_CASE = Case("new sessions (initialize)", "initialize", P.initialize(), PLAI
 UVLOOP_OURS_CASES = tuple(c for c in OURS_CASES if c.method in ("call", "sync") and "progress" not in c.name)
 
 SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
-    (Spec("ours", "daphne", "tests.asgi:application"), (*OURS_CASES, INIT_CASE)),
-    (Spec("ours", "uvicorn", "tests.asgi:application"), (*OURS_CASES, INIT_CASE)),
+    (Spec("ours", "daphne", "tests.settings.asgi:application"), (*OURS_CASES, INIT_CASE)),
+    (Spec("ours", "uvicorn", "tests.settings.asgi:application"), (*OURS_CASES, INIT_CASE)),
     (Spec("floor", "daphne", "benchmarks.floor:application"), FLOOR_CASES),
     (Spec("floor", "uvicorn", "benchmarks.floor:application"), FLOOR_CASES),
     (Spec("starlette", "uvicorn", "benchmarks.starlette_floor:app"), STARLETTE_CASES),
@@ -263,7 +263,7 @@ SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
 #: ``--uvloop``: ours, the Starlette limit and the SDK again on uvicorn with uvloop and httptools, the stack
 #: ``pip install uvicorn[standard]`` gives (and ``bench-deps`` installs): each compared within its stack.
 UVLOOP_SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
-    (Spec("ours", "uvicorn+uvloop", "tests.asgi:application"), UVLOOP_OURS_CASES),
+    (Spec("ours", "uvicorn+uvloop", "tests.settings.asgi:application"), UVLOOP_OURS_CASES),
     (Spec("starlette", "uvicorn+uvloop", "benchmarks.starlette_floor:app"), STARLETTE_CASES),
     (
         Spec("sdk-stateless", "uvicorn+uvloop", "benchmarks.sdk_server:app", env=(("SDK_MODE", "stateless"),)),
@@ -544,7 +544,7 @@ class Bench:
     def measure_memory(self) -> None:
         """RSS of a fresh daphne server around N real initialize exchanges, then tracemalloc in-process."""
         count = self.args.sessions or (1000 if self.args.quick else 5000)
-        spec = Spec("ours", "daphne", "tests.asgi:application")
+        spec = Spec("ours", "daphne", "tests.settings.asgi:application")
         server = Server(spec, self.env, self.logdir)
         server.log = self.logdir / "memory-ours-daphne.log"
         self.log(f"== memory per idle session ({count} sessions)")
@@ -592,7 +592,7 @@ class Bench:
 
 # -- report ---------------------------------------------------------------------------------------------------
 LEGEND = """\
-- ours: `tests.asgi:application` with `benchmarks.settings` (DEBUG off, VALIDATE_RESULTS off, SQLite, in-memory
+- ours: `tests.settings.asgi:application` with `benchmarks.settings` (DEBUG off, VALIDATE_RESULTS off, SQLite, in-memory
   channel layer). `json`/`sse` cases run on one 2025-11-25 session (`sse call` calls a tool that reports progress
   once, with a progressToken, so the reply is SSE); `stateless` cases are 2026-07-28 requests with `_meta` and the
   `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers.

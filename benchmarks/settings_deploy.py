@@ -13,7 +13,7 @@ import os
 from benchmarks.settings import *  # noqa: F403
 from benchmarks.settings import DJANGO_MCP, TEMPLATES
 from django_mcp.auth import oauth2_provider_settings
-from tests.guide import guide_settings
+from tests.support.guide import guide_settings
 
 GUIDE = guide_settings()
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import stop_process  # noqa: E402  # the suite's way to end a server it started
+from tests.support.servers import stop_process  # noqa: E402  # the suite's way to end a server it started
 
 DB = "mcp_bench_sync"
 ACCEPT = "application/json, text/event-stream"
@@ -59,9 +59,18 @@ class Worker:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp/"
         if server == "daphne":
-            cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "tests.asgi:application"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "tests.settings.asgi:application",
+            ]
         else:
-            cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1"]
+            cmd = [sys.executable, "-m", "uvicorn", "tests.settings.asgi:application", "--host", "127.0.0.1"]
             cmd += ["--port", str(self.port), "--lifespan", "off", "--log-level", "warning"]
         self.log = log.open("wb")
         self.process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """CPU cost of telemetry per request, in process: no middleware, ``TELEMETRY`` off, ``TELEMETRY`` on.
 
-The same requests as ``cpu.py`` (its cases and drivers), against ``tests.asgi:application`` under
+The same requests as ``cpu.py`` (its cases and drivers), against ``tests.settings.asgi:application`` under
 three settings that take turns within every round:
 
 * ``none``: ``MIDDLEWARE = []``, the door alone (what the package cost before the middleware).
@@ -60,7 +60,7 @@ def modes() -> dict[str, Any]:
 
 
 async def measure(case: cpu.Case, sid: str, level: str, connections: int, args: argparse.Namespace) -> dict[str, float]:
-    from tests.asgi import application
+    from tests.settings.asgi import application
 
     headers = cpu._headers(case.headers, sid if case.session else None)
     levels = cpu.Levels(application, headers, case.body)
@@ -95,7 +95,7 @@ async def measure(case: cpu.Case, sid: str, level: str, connections: int, args: 
 
 
 async def main(args: argparse.Namespace) -> int:
-    from tests.asgi import application
+    from tests.settings.asgi import application
 
     if not args.no_sdk:
         configure_sdk(args.sample)
@@ -147,7 +147,7 @@ def rps(args: argparse.Namespace) -> int:
         for _ in range(args.repeat):
             for mode in ("off", "on"):
                 extra = (("MCP_BENCH_TELEMETRY", mode), ("MCP_BENCH_SAMPLE", str(args.sample or "")))
-                spec = run.Spec("ours", server_name, "tests.asgi:application", env=extra)
+                spec = run.Spec("ours", server_name, "tests.settings.asgi:application", env=extra)
                 server = run.Server(spec, env, tmp)
                 server.log = tmp / f"{server_name}-{mode}.log"
                 server.start()
@@ -197,7 +197,7 @@ async def sdk_floor(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from benchmarks.otel_noop import configure_sdk
-    from tests.asgi import application
+    from tests.settings.asgi import application
 
     spans, reader = InMemorySpanExporter(), InMemoryMetricReader()
     capture = TracerProvider()

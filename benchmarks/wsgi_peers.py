@@ -5,7 +5,7 @@ exposes the same tool, ``echo(text) -> text``; the load is one ``tools/call`` pe
 
 * ``ours-wsgi``      ``django_mcp.transports.wsgi.mcp_view`` under gunicorn sync workers
                      (``benchmarks.settings_wsgi``), 2026-07-28 stateless and a 2025-11-25 session
-* ``ours-channels``  the Channels consumer (``tests.asgi:application``) under uvicorn, same cases
+* ``ours-channels``  the Channels consumer (``tests.settings.asgi:application``) under uvicorn, same cases
 * ``django-mcp-server``  (PyPI) under gunicorn sync workers: a 2025-06-18 session (its only mode
                      besides stateless; the official SDK in JSON-response mode inside a DRF view)
 * ``django-mcpz``    (PyPI) under gunicorn sync workers: 2026-07-28 (the only revision it serves)
@@ -398,7 +398,7 @@ def main() -> int:
         ("ours-wsgi", [str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:application"],
          "benchmarks.settings_wsgi"),
         ("ours-channels", [str(BIN / "python"), "-m", "uvicorn", "--workers", workers, "--no-access-log",
-                           "--log-level", "warning", "tests.asgi:application"], "benchmarks.settings"),
+                           "--log-level", "warning", "tests.settings.asgi:application"], "benchmarks.settings"),
     ):  # fmt: skip
         if label not in only:
             continue

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from tests.oauth.kit import PASSWORD, OAuthServer, start_oauth_server, stop_oauth_server
-from tests.test_audit_browser import STYLE, WORKING_TASK, mint, sdk, sign_in, wait_for_calls
-from tests.test_audit_browser import browser as browser  # the same Chromium fixture
-from tests.test_browser_oauth import need_chromium
+from tests.support.browser import STYLE, WORKING_TASK, mint, need_chromium, sdk, sign_in, wait_for_calls
+from tests.support.browser import browser as browser  # the Chromium fixture
 
 DATA = f"""
 from datetime import timedelta

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT, free_port, migrate_database, server_env, spawn_server, start_server
+from tests.support.servers import ROOT, free_port, migrate_database, server_env, spawn_server, start_server
 
 INIT = {
     "jsonrpc": "2.0",

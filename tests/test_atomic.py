@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.callers import MODES, client, text, unique
-from tests.conftest import LiveServer, server_env, start_server
+from tests.support.callers import MODES, client, text, unique
+from tests.support.servers import LiveServer, server_env, start_server
 
 
 async def names(url: str, mode: str) -> list[str]:

@@ -74,7 +74,7 @@ def heartbeat() -> str:
 
 
 @server.tool
-def limited_tool() -> str:  # refused with 429 by tests.middlewares.Refuse, inside the audit middleware
+def limited_tool() -> str:  # refused with 429 by tests.support.middlewares.Refuse, inside the audit middleware
     return "ran"
 
 
@@ -99,7 +99,7 @@ def greet(name: str, password: str = "") -> str:
 
 
 urlpatterns = [re_path(r"^mcp/?$", mcp_view_for(server, wsgi=True))]
-CHAIN = ["django_mcp.audit.middleware.AuditMiddleware", "tests.middlewares.Refuse"]
+CHAIN = ["django_mcp.audit.middleware.AuditMiddleware", "tests.support.middlewares.Refuse"]
 
 
 def audited(**extra: Any) -> Any:

@@ -11,40 +11,22 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import django.contrib.admin as admin_app
-import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import ROOT
 from tests.oauth.kit import PASSWORD, OAuthServer, start_oauth_server, stop_oauth_server
-from tests.test_browser_oauth import CHROMIUM, need_chromium
+from tests.support.browser import STYLE, WORKING_TASK, mint, need_chromium, sdk, sign_in, wait_for_calls
+from tests.support.browser import browser as browser  # the Chromium fixture
+from tests.support.servers import ROOT
 
 STAFF = f"""
 from django.contrib.auth.models import Permission, User
 auditor = User.objects.create_user("auditor", password={PASSWORD!r}, is_staff=True)
 auditor.user_permissions.add(Permission.objects.get(codename="view_mcpcallrecord"))
 User.objects.create_user("intern", password={PASSWORD!r}, is_staff=True)
-"""
-
-MINT = """
-from datetime import timedelta
-import secrets
-from django.contrib.auth.models import User
-from django.utils import timezone
-from oauth2_provider.models import AccessToken, Application
-app, _ = Application.objects.get_or_create(name={app!r}, defaults=dict(
-    client_type="public", authorization_grant_type="authorization-code", redirect_uris="http://127.0.0.1:9/cb"))
-value = secrets.token_urlsafe(30)
-AccessToken.objects.create(user=User.objects.get(username={user!r}), application=app, token=value,
-    expires=timezone.now() + timedelta(hours=1), scope="mcp", resource=[{resource!r}])
-print(app.client_id, value)
 """
 
 
@@ -55,79 +37,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServer]:
     srv.shell(STAFF)
     yield srv
     stop_oauth_server(srv)
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
-    need_chromium()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        chromium = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield chromium
-        finally:
-            await chromium.close()
-
-
-#: A task working in alice's name (this project runs no task worker: the row is what one would leave).
-WORKING_TASK = """
-from django.contrib.auth.models import User
-from django.utils import timezone
-from django_mcp.models import MCPTask
-MCPTask.objects.create(id="report-task-0001", tool="task_sleep", protocol_version="2025-11-25", status="working",
-    user=User.objects.get(username="alice"), created=timezone.now(), updated=timezone.now())
-"""
-
-
-def mint(server: OAuthServer, app: str, user: str) -> tuple[str, str]:
-    client_id, token = server.shell(MINT.format(app=app, user=user, resource=server.url)).split()
-    return client_id, token
-
-
-def sdk(server: OAuthServer, token: str) -> Any:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    return http, Client(streamable_http_client(server.url, http_client=http), mode="legacy", read_timeout_seconds=30)
-
-
-#: The admin's own static files: a deployment serves them (collectstatic); the test server does not.
-ADMIN_STATIC = Path(admin_app.__file__).parent / "static"
-
-
-async def static(route: Any) -> None:
-    """Serve ``/static/admin/...`` from django.contrib.admin, as a web server in front of daphne would."""
-    relative = route.request.url.split("/static/", 1)[1].split("?")[0]
-    file = (ADMIN_STATIC / relative).resolve()
-    if ADMIN_STATIC in file.parents and file.is_file():
-        await route.fulfill(path=str(file))
-    else:
-        await route.fulfill(status=404)
-
-
-#: What a person sees of an element: its tag, background, padding, layout and how many links it holds.
-STYLE = """el => { const s = getComputedStyle(el); return {tag: el.tagName, background: s.backgroundColor,
-    padding: s.padding, display: s.display, links: el.querySelectorAll("a").length}; }"""
-
-
-async def sign_in(chromium: Any, server: OAuthServer, username: str, path: str, login: str = "/admin/login/") -> Any:
-    context = await chromium.new_context(viewport={"width": 1280, "height": 900})
-    await context.route("**/static/**", static)
-    page = await context.new_page()
-    await page.goto(f"{server.base}{login}?next={path}")
-    await page.fill("#id_username", username)
-    await page.fill("#id_password", PASSWORD)
-    await page.click("[type=submit]")
-    await page.wait_for_load_state()
-    return page
-
-
-def wait_for_calls(server: OAuthServer, count: int, timeout: float = 30) -> None:
-    """Until the server's background writer has written ``count`` records (no flush by hand here)."""
-    deadline = time.monotonic() + timeout
-    code = "from django_mcp.models import MCPCallRecord as R; print(R.objects.count())"
-    while int(server.shell(code)) < count:
-        assert time.monotonic() < deadline, "the server never wrote its audit records"
-        time.sleep(0.2)
 
 
 async def cell(page: Any, table: str, row: str, column: str) -> str:

@@ -1,7 +1,7 @@
 """The audit log in real processes: daphne's background writer, its drain at SIGTERM, and a task run
 in a real ``db_worker`` with the worker's log lines naming the tool and the MCP task id.
 
-Callers are the official SDK client (Streamable HTTP, as alice and bob through ``tests.asgi_users``)
+Callers are the official SDK client (Streamable HTTP, as alice and bob through ``tests.settings.asgi_users``)
 and raw 2026-07-28 HTTP for tasks. Records are read back from the server's own database with
 ``manage.py shell``; nothing here flushes by hand: the processes' writers do.
 """
@@ -21,8 +21,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import USERS_SETUP, LiveServer, drop_pg_database, server_env, start_server, start_task_worker
-from tests.task_client import Modern
+from tests.support.seeds import USERS_SETUP
+from tests.support.servers import LiveServer, drop_pg_database, server_env, start_server, start_task_worker
+from tests.support.task_client import Modern
 
 READ = """
 import json
@@ -48,7 +49,7 @@ def wait_for_records(live: LiveServer, count: int, timeout: float = 30) -> list[
 
 
 def start(tmp: Path, **env: str) -> LiveServer:
-    live = start_server(server_env(tmp, **env), tmp / "daphne.log", app="tests.asgi_users:application")
+    live = start_server(server_env(tmp, **env), tmp / "daphne.log", app="tests.settings.asgi_users:application")
     live.manage("shell", "-c", USERS_SETUP)
     return live
 
@@ -162,7 +163,7 @@ def test_every_call_is_recorded_whatever_its_numbers(tmp_path: Path, db: str) ->
     """1e999 is valid JSON that no float holds (infinity): the call runs and its record is kept, the number
     stored as text. NaN and Infinity are not JSON at all: a parse error, as for any other non-JSON body."""
     if db == "postgres":
-        from tests.conftest import need_service
+        from tests.support.servers import need_service
 
         need_service("PostgreSQL", 5432)
     live = start(tmp_path, db=db)

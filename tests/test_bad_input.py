@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from django_mcp.protocol import cursor
-from tests.conftest import LiveServer
 from tests.support.raw import ACCEPT, META, Raw, error_of, sse_messages
+from tests.support.servers import LiveServer
 
 
 @pytest.fixture
@@ -351,8 +351,8 @@ def test_a_client_gone_before_its_body_ends_leaves_no_traceback_under_uvicorn(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """uvicorn logged "Exception in ASGI application" with a traceback for each such client (wrk ending a run)."""
-    from tests.conftest import server_env
     from tests.production.ops import start_uvicorn
+    from tests.support.servers import server_env
 
     tmp = tmp_path_factory.mktemp("gone")
     server = start_uvicorn(server_env(tmp), tmp / "uvicorn.log")
@@ -401,8 +401,8 @@ def test_replies_are_length_framed_under_daphne(raw: Raw) -> None:
 
 
 def test_replies_are_length_framed_under_uvicorn(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from tests.conftest import server_env
     from tests.production.ops import start_uvicorn
+    from tests.support.servers import server_env
 
     tmp = tmp_path_factory.mktemp("framed")
     server = start_uvicorn(server_env(tmp), tmp / "uvicorn.log")

@@ -342,9 +342,9 @@ def test_a_user_model_without_staff_flags_is_refused_not_a_500(tmp_path: Any, wh
     """A project's own user model (no ``is_staff``/``is_superuser``), signed in: 403, as any non-staff user."""
     import httpx
 
-    from tests.conftest import server_env, start_server
+    from tests.support.servers import server_env, start_server
 
-    env = server_env(tmp_path, settings="tests.objperm_settings", MCP_BROWSABLE=who)
+    env = server_env(tmp_path, settings="tests.settings.settings_objperm", MCP_BROWSABLE=who)
     server = start_server(env, tmp_path / "daphne.log")
     try:
         key = server.manage("shell", "-c", MEMBER_SESSION).split()[-1]

@@ -13,10 +13,7 @@ issued nothing. Without chromium the test skips, except under ``CI=true``.
 
 from __future__ import annotations
 
-import shutil
-import threading
-from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,46 +24,12 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
-from tests.conftest import IN_CI
 from tests.oauth.kit import PASSWORD, OAuthServer, Storage, start_oauth_server, stop_oauth_server
+from tests.support.browser import callback as callback  # the shared fixtures
+from tests.support.browser import need_chromium
+from tests.support.browser import page as page
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CLIENT_NAME = "Browser Test Client"
-
-
-def need_chromium() -> None:
-    if shutil.which(CHROMIUM):
-        return
-    message = f"chromium is not installed ({CHROMIUM}); `make browser` installs it"
-    if IN_CI:
-        pytest.fail(f"{message} (CI=true: a skip would hide untested code)")
-    pytest.skip(message)
-
-
-class _Callback(BaseHTTPRequestHandler):
-    """The client's loopback redirect target: what a desktop MCP client shows after consent."""
-
-    def do_GET(self) -> None:
-        body = b"<p>You may close this window.</p>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def callback() -> Iterator[str]:
-    """A real loopback callback server (Playwright does not route a request reached by a redirect)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Callback)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/callback"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +38,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServer]:
     srv = start_oauth_server(tmp_path_factory.mktemp("browser"))
     yield srv
     stop_oauth_server(srv)
-
-
-@pytest.fixture
-async def page() -> AsyncIterator[Any]:
-    need_chromium()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            context = await browser.new_context()
-            yield await context.new_page()
-        finally:
-            await browser.close()
 
 
 class Person:

@@ -22,7 +22,7 @@ from django_mcp.checks import (
     tool_warnings,
 )
 from django_mcp.conf import DEFAULTS, SETTINGS, DjangoMCPSettings, MCPSettings
-from tests.conftest import ROOT, server_env
+from tests.support.servers import ROOT, server_env
 
 
 def ids(**overrides: Any) -> set[str]:
@@ -69,7 +69,7 @@ def test_w002_no_asgi_application() -> None:
 
 
 def test_e005_asgi_not_routing_endpoint() -> None:
-    assert "django_mcp.E005" in ids(ASGI_APPLICATION="tests.asgi_without_mcp.application")
+    assert "django_mcp.E005" in ids(ASGI_APPLICATION="tests.settings.asgi_without_mcp.application")
     assert "django_mcp.E005" in ids(ASGI_APPLICATION="tests.no_such_module.application")
 
 
@@ -170,7 +170,7 @@ BAD: dict[str, list[Any]] = {
     "TASK_POLL_INTERVAL_MS": [0, True],
     "TASK_HEARTBEAT_TIMEOUT": [0, "60"],
     "TASK_MAX_ATTEMPTS": [0, None],
-    "MIDDLEWARE": ["tests.middlewares.Recorder", [5], ["nodots"], ["tests.no_such_module.Middleware"]],
+    "MIDDLEWARE": ["tests.support.middlewares.Recorder", [5], ["nodots"], ["tests.no_such_module.Middleware"]],
     "PROJECT_MIDDLEWARE": ["tests.projectapp.middleware.TenancyMiddleware", [5], ["nodots"]],
     "PROJECT_MIDDLEWARE_EXCLUDE": [None, "x.Y", [5]],
     "TELEMETRY": ["yes", 1],
@@ -246,7 +246,7 @@ GOOD: dict[str, list[Any]] = {
     "JWT_USER_FIELD": ["email", None],
     "JWT_ROLE_SCOPES": [{"staff": ["books:write", "books:read"]}, {}],
     "REGISTRATION_RATE_LIMIT": [None, (5, 60), [10000, 3600], "20/hour", "5/minute; 100/day"],
-    "MIDDLEWARE": [[], ["tests.middlewares.Recorder", "tests.middlewares.SyncStamp"]],
+    "MIDDLEWARE": [[], ["tests.support.middlewares.Recorder", "tests.support.middlewares.SyncStamp"]],
     "PROJECT_MIDDLEWARE": [None, [], ["tests.projectapp.middleware.TenancyMiddleware"]],
     "PROJECT_MIDDLEWARE_EXCLUDE": [[], ["tests.projectapp.middleware.TenancyMiddleware"]],
     "TELEMETRY": [True],
@@ -369,8 +369,8 @@ def test_e186_telemetry_without_opentelemetry(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_e189_telemetry_without_its_middleware() -> None:
-    assert telemetry_ids(TELEMETRY=True, MIDDLEWARE=["tests.middlewares.Recorder"]) == {"django_mcp.E189"}
-    assert telemetry_ids(TELEMETRY=True, MIDDLEWARE=["tests.middlewares.TelemetrySubclass"]) == set()
+    assert telemetry_ids(TELEMETRY=True, MIDDLEWARE=["tests.support.middlewares.Recorder"]) == {"django_mcp.E189"}
+    assert telemetry_ids(TELEMETRY=True, MIDDLEWARE=["tests.support.middlewares.TelemetrySubclass"]) == set()
     assert telemetry_ids(TELEMETRY=False, MIDDLEWARE=[]) == set()
 
 
@@ -417,7 +417,7 @@ def test_w003_quiet_outside_development_or_without_asgi() -> None:
     assert runserver_ids(DEBUG=False, INSTALLED_APPS=without) == set(), "a deployment runs an ASGI server"
     assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ASGI_APPLICATION=None) == set(), "stdio only (W002)"
     # WSGI mode: the URLconf routes /mcp/ to django_mcp.transports.wsgi, which Django's own runserver serves.
-    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ROOT_URLCONF="tests.urls_wsgi") == set()
+    assert runserver_ids(DEBUG=True, INSTALLED_APPS=without, ROOT_URLCONF="tests.settings.urls_wsgi") == set()
 
 
 # -- W004: every tool has a title and says whether it is read-only or destructive ---------------------------
@@ -522,7 +522,7 @@ def test_w004_runs_on_the_site_after_autodiscovery() -> None:
 
 
 def test_w004_servers_mounted_by_asgi_application() -> None:
-    with override_settings(ASGI_APPLICATION="tests.asgi_two_servers.application"):
+    with override_settings(ASGI_APPLICATION="tests.settings.asgi_two_servers.application"):
         warnings = check_tools()
     other = [w for w in warnings if w.obj == "MCP server 'other-server'"]
     assert [w.msg.split("'")[1] for w in other] == ["other_tool"]
@@ -539,7 +539,7 @@ def manage_check(tmp_path: Path, settings: str) -> subprocess.CompletedProcess[s
 
 
 def test_manage_check_reports_the_new_ids(tmp_path: Path) -> None:
-    out = manage_check(tmp_path, "tests.misconfigured_settings")
+    out = manage_check(tmp_path, "tests.settings.settings_misconfigured")
     assert out.returncode != 0, out.stdout + out.stderr
     for check_id in ("E002", "E106", "E109", "E117", "E119", "E035", "W003", "W004"):
         assert f"(django_mcp.{check_id})" in out.stderr, (check_id, out.stderr)

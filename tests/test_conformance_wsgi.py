@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import LiveServer, server_env
-from tests.test_conformance import (
+from tests.support.conformance_suite import (
     REVISIONS,
     SKILLS_SCENARIOS,
     SUITE_CHECKS_NOTHING,
@@ -29,7 +28,8 @@ from tests.test_conformance import (
     serve_suite,
     server_scenarios,
 )
-from tests.wsgi_server import start_wsgi_server
+from tests.support.servers import LiveServer, server_env
+from tests.support.wsgi_server import start_wsgi_server
 
 pytestmark = pytest.mark.conformance
 

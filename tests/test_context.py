@@ -7,10 +7,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer
-from tests.sse import SSEReader
 from tests.support.raw import ACCEPT, META, Raw
-from tests.test_sdk_client import Recorder
+from tests.support.sdk import Recorder
+from tests.support.servers import LiveServer
+from tests.support.sse import SSEReader
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, migrate_database, server_env
+from tests.support.servers import ROOT, migrate_database, server_env
 
 #: SQLite read directly (the worker rows); PostgreSQL would run the same code again.
 pytestmark = pytest.mark.own_config

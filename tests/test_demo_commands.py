@@ -109,7 +109,7 @@ def _alive(pid: int) -> bool:
 
 def test_run_demo_starts_and_stops_the_worker_with_the_server(tmp_path: Path) -> None:
     """``make demo``'s ``run_demo.sh``: daphne and ``db_worker`` side by side; SIGTERM to the script stops both."""
-    from tests.conftest import _reachable, free_port, stop_process
+    from tests.support.servers import _reachable, free_port, stop_process
 
     env = {
         **os.environ,

@@ -1,7 +1,7 @@
 """``manage.py check --deploy``: what works in development and hurts in production (``django_mcp.W020``-``W026``).
 
 Each warning in process, for the settings that raise it and the ones that must not; then the real
-command, in a subprocess, on the test project as a deployment sets it (tests/deploy_settings.py): the
+command, in a subprocess, on the test project as a deployment sets it (tests/settings/settings_deploy.py): the
 development defaults raise each warning, the deployment guide's settings raise none, and none of
 them is raised without ``--deploy`` (nor ``W026`` without ``--database``).
 """
@@ -21,8 +21,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_mcp.checks import TASK_WORKER_SILENCE, check_deployment, check_task_worker
-from tests.conftest import ROOT, server_env
-from tests.guide import guide_settings
+from tests.support.guide import guide_settings
+from tests.support.servers import ROOT, server_env
 
 TASKS = "django.tasks" if importlib.util.find_spec("django.tasks") else "django_tasks"
 IMMEDIATE = f"{TASKS}.backends.immediate.ImmediateBackend"
@@ -57,7 +57,7 @@ def test_the_guides_settings_raise_nothing() -> None:
 def test_w020_in_memory_channel_layer() -> None:
     assert deploy_ids(CHANNEL_LAYERS=MEMORY_LAYER) == {"django_mcp.W020"}
     # WSGI mode holds no stream and sends nothing across requests: no layer needed.
-    assert deploy_ids(CHANNEL_LAYERS=MEMORY_LAYER, ROOT_URLCONF="tests.urls_wsgi") == set()
+    assert deploy_ids(CHANNEL_LAYERS=MEMORY_LAYER, ROOT_URLCONF="tests.settings.urls_wsgi") == set()
 
 
 def test_w021_sqlite_with_task_tools() -> None:
@@ -122,7 +122,7 @@ def test_w024_an_event_store_other_workers_cannot_read() -> None:
     assert deploy_ids(CACHES=elsewhere, DJANGO_MCP={**GOOD["DJANGO_MCP"], "EVENT_STORE_CACHE": "events"}) == {
         "django_mcp.W024"
     }
-    assert deploy_ids(CACHES=locmem, ROOT_URLCONF="tests.urls_wsgi") == set()  # WSGI mode resumes nothing
+    assert deploy_ids(CACHES=locmem, ROOT_URLCONF="tests.settings.urls_wsgi") == set()  # WSGI mode resumes nothing
 
 
 def test_w025_task_tools_on_a_backend_without_worker() -> None:
@@ -177,8 +177,8 @@ def test_w026_tasks_waiting_and_no_worker() -> None:
 
 
 def manage_check(tmp_path: Path, *args: str, **env: str) -> set[str]:
-    """The ``django_mcp.W02x`` ids ``manage.py check`` reports for tests/deploy_settings.py."""
-    environ = server_env(tmp_path, db="sqlite", settings="tests.deploy_settings", **env)
+    """The ``django_mcp.W02x`` ids ``manage.py check`` reports for tests/settings/settings_deploy.py."""
+    environ = server_env(tmp_path, db="sqlite", settings="tests.settings.settings_deploy", **env)
     out = subprocess.run(
         [sys.executable, "-m", "django", "check", *args],
         env=environ,
@@ -211,7 +211,7 @@ def test_check_deploy_is_quiet_for_the_guides_settings(tmp_path: Path) -> None:
 def test_check_deploy_database_finds_a_queue_nobody_works(tmp_path: Path) -> None:
     """``W026`` reads the queue only with ``--database``: SQLite here (so ``W021`` too), a task waiting 10 min."""
     env = {"MCP_DEPLOY": "guide", "MCP_DEPLOY_DB": "sqlite"}
-    environ = server_env(tmp_path, db="sqlite", settings="tests.deploy_settings", **env)
+    environ = server_env(tmp_path, db="sqlite", settings="tests.settings.settings_deploy", **env)
     enqueue = (
         "from datetime import timedelta; from django.utils import timezone; "
         "from django_tasks_db.models import DBTaskResult; "

@@ -20,7 +20,7 @@ import pytest
 from django.test import override_settings
 
 from django_mcp.checks import check_development_mode
-from tests.conftest import ROOT, _reachable, free_port, migrate_database, server_env
+from tests.support.servers import ROOT, _reachable, free_port, migrate_database, server_env
 
 ACCEPT = "application/json, text/event-stream"
 INIT = {
@@ -48,7 +48,7 @@ def test_e009_passes_in_debug_or_with_oauth() -> None:
 
 def test_e009_stops_manage_commands(tmp_path: Path) -> None:
     """Unsilenced, the error stops ``manage.py check`` with the message and the hint."""
-    env = server_env(tmp_path, settings="tests.dev_mode_settings")
+    env = server_env(tmp_path, settings="tests.settings.settings_dev_mode")
     out = subprocess.run(
         [sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
     )
@@ -69,14 +69,14 @@ def external_address() -> str | None:
 
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """tests.asgi on 0.0.0.0, so it can be reached through loopback and through another interface."""
+    """tests.settings.asgi on 0.0.0.0, so it can be reached through loopback and through another interface."""
     tmp = tmp_path_factory.mktemp("devmode")
     env = server_env(tmp)
     migrate_database(env)
     port = free_port()
     log = (tmp / "daphne.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "0.0.0.0", "-p", str(port), "tests.asgi:application"],
+        [sys.executable, "-m", "daphne", "-b", "0.0.0.0", "-p", str(port), "tests.settings.asgi:application"],
         env=env,
         cwd=ROOT,
         stdout=log,

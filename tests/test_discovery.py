@@ -21,7 +21,7 @@ from django.test import Client, override_settings
 from django_mcp.discovery import CARD_SCHEMA, CARD_TYPE, CATALOG_TYPE
 from django_mcp.protocol.versions import ALL_REVISIONS
 from django_mcp.test import MCPTestClient
-from tests.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 NAME = re.compile(r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$")
 URL = re.compile(r"^https?://\S+$")

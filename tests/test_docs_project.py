@@ -26,10 +26,10 @@ import httpx
 import mcp_types as types
 import pytest
 
-from tests.callers import bearer_client, ui_session
-from tests.conftest import ROOT, LiveServer, free_port, fresh_pg_database, need_service, spawn_server
-from tests.fresh_venv import fresh_venv, run
-from tests.task_client import Modern
+from tests.support.callers import bearer_client, ui_session
+from tests.support.fresh_venv import fresh_venv, run
+from tests.support.servers import ROOT, LiveServer, free_port, fresh_pg_database, need_service, spawn_server
+from tests.support.task_client import Modern
 
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]
 

@@ -53,7 +53,9 @@ def _echo(text: str) -> tuple[bytes, list[tuple[bytes, bytes]]]:
 
 
 async def _request(method: str, path: str, body: bytes = b"", headers: list[tuple[bytes, bytes]] | None = None) -> Any:
-    from tests.asgi import application  # the project's application: get_asgi_application(), DrainMiddleware outermost
+    from tests.settings.asgi import (
+        application,  # the project's application: get_asgi_application(), DrainMiddleware outermost
+    )
 
     communicator = HttpCommunicator(application, method, path, body=body, headers=headers or [(b"host", b"127.0.0.1")])
     try:
@@ -186,7 +188,7 @@ async def test_a_legacy_sse_stream_does_not_hold_the_drain() -> None:
     """The 2024-11-05 stream lasts until the server stops (closing it ends the session): it is not waited for."""
     from channels.testing import ApplicationCommunicator
 
-    from tests.asgi import application
+    from tests.settings.asgi import application
 
     before = drain.requests
     scope = {

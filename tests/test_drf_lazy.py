@@ -45,7 +45,7 @@ SCRIPT = textwrap.dedent(
 def _run(tmp_path: Path, *args: str, broken: bool = False) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings_lazy",
+        "DJANGO_SETTINGS_MODULE": "tests.settings.settings_lazy",
         "MCP_SQLITE": str(tmp_path / "db.sqlite3"),  # a new file: no tables
         "MCP_TEST_DB": "sqlite",
         "MCP_LAZY_BROKEN": "1" if broken else "0",
@@ -74,7 +74,7 @@ def test_an_unmigrated_database_does_not_stop_django_starting(tmp_path: Path) ->
 def test_check_reports_a_tool_whose_schema_cannot_be_built(tmp_path: Path) -> None:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings_lazy",
+        "DJANGO_SETTINGS_MODULE": "tests.settings.settings_lazy",
         "MCP_SQLITE": str(tmp_path / "db.sqlite3"),
         "MCP_TEST_DB": "sqlite",
         "MCP_LAZY_BROKEN": "0",
@@ -97,10 +97,10 @@ async def test_a_channels_server_builds_the_schema_on_its_first_tools_list(tmp_p
     the viewset's query) runs on a thread of its own, once, and both eras list and call the tool. A tool whose
     schema cannot be built (``manage.py check``'s E010) is left out of the list, not the whole list with it, and a
     call to it answers a tool error."""
-    from tests.callers import MODES, client
-    from tests.conftest import server_env, start_server
+    from tests.support.callers import MODES, client
+    from tests.support.servers import server_env, start_server
 
-    env = server_env(tmp_path, db="sqlite", settings="tests.settings_lazy", MCP_LAZY_BROKEN="1")
+    env = server_env(tmp_path, db="sqlite", settings="tests.settings.settings_lazy", MCP_LAZY_BROKEN="1")
     server = start_server(env, tmp_path / "d.log")
     try:
         for mode in MODES:

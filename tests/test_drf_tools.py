@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from mcp import MCPError
 
-from tests.callers import MODES, client, text, unique
-from tests.conftest import LiveServer
+from tests.support.callers import MODES, client, text, unique
+from tests.support.servers import LiveServer
 
 pytestmark = pytest.mark.usefixtures("server_log_users")
 

@@ -13,8 +13,8 @@ import pytest
 from django_mcp.protocol import jsonrpc
 from django_mcp.protocol.jsonrpc import ProtocolError
 from django_mcp.protocol.uri_template import URITemplate
-from tests.conftest import LiveServer
 from tests.support.raw import Raw, error_of
+from tests.support.servers import LiveServer
 
 BATCH_REV = "2025-03-26"
 
@@ -156,7 +156,7 @@ def test_template_values_through_the_server(raw: Raw) -> None:
 
 def test_legacy_sse_endpoint_takes_no_batch(raw: Raw, mcp_server: LiveServer) -> None:
     """The 2024-11-05 messages endpoint carries one message per POST: a batch is 400 and runs nothing."""
-    from tests.sse import SSEReader
+    from tests.support.sse import SSEReader
 
     stream = SSEReader("GET", mcp_server.url + "sse/", {"accept": "text/event-stream"})
     try:

@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 
 from django_mcp.state.event_store import REPLAYABLE, events, get_event_id, parse_event_id, parse_get_event_id
-from tests.conftest import clear_cache
+from tests.support.servers import clear_cache
 
 
 @pytest.fixture(autouse=True)

@@ -28,11 +28,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.callers import bearer_client, ui_session
-from tests.conftest import ROOT, free_port, start_task_worker
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
-from tests.test_browser_oauth import need_chromium
-from tests.test_ui_browser import host_page
+from tests.support.browser import host_page, need_chromium
+from tests.support.callers import bearer_client, ui_session
+from tests.support.servers import ROOT, free_port, start_task_worker
 from tests.uihost.serve import build as build_host
 
 #: The example project knows only SQLite (its settings): the pg-redis pass would run the same again.

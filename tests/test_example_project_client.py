@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 #: The example project knows only SQLite (its settings): the pg-redis pass would run the same again.
 pytestmark = pytest.mark.own_config

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import LiveServer
 from tests.support.raw import Raw
+from tests.support.servers import LiveServer
 
 
 def queries(raw: Raw, headers: dict[str, str]) -> int:

@@ -31,10 +31,10 @@ from mcp import Client
 from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import IN_CI, ROOT, free_port, server_env, stop_process
 from tests.oauth.kit import OAuthServer, Storage, start_oauth_server, stop_oauth_server
 from tests.support.node import start_node
-from tests.wsgi_server import start_wsgi_server
+from tests.support.servers import IN_CI, ROOT, free_port, server_env, stop_process
+from tests.support.wsgi_server import start_wsgi_server
 
 JOSE = ROOT / ".node" / "node_modules" / "jose" / "dist" / "webapi" / "index.js"
 GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"

@@ -28,10 +28,10 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthToken
 
-from tests.conftest import IN_CI, ROOT, free_port, server_env, stop_process
 from tests.oauth.kit import INIT, OAuthServer, Storage, mcp_post, start_oauth_server, stop_oauth_server
 from tests.support.node import start_node
-from tests.wsgi_server import start_wsgi_server
+from tests.support.servers import IN_CI, ROOT, free_port, server_env, stop_process
+from tests.support.wsgi_server import start_wsgi_server
 
 OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "index.js"
 OTHER_RESOURCE = "https://other.example/mcp/"

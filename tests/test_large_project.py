@@ -18,10 +18,10 @@ import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
-from tests.callers import bearer_client, text
-from tests.conftest import ROOT, LiveServer, server_env, start_server
-from tests.test_drf_sdk_validation import SETUP as CATALOG
-from tests.wsgi_server import start_wsgi_server
+from tests.support.callers import bearer_client, text
+from tests.support.seeds import CATALOG_SETUP as CATALOG
+from tests.support.servers import ROOT, LiveServer, server_env, start_server
+from tests.support.wsgi_server import start_wsgi_server
 
 pytestmark = pytest.mark.own_config  # one configuration: its own settings, SQLite, the in-memory layer
 

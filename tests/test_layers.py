@@ -2,7 +2,8 @@
 
 import-linter checks the imports between the layers it is told about; a module left out of
 the contract would escape it, so a new module must be given its layer. An import inside a
-function says why it is not at the top (``# reason: ...``).
+function says why it is not at the top (``# reason: ...``). And in tests/, no module imports a test
+module: what test files share lives in tests/support/.
 """
 
 from __future__ import annotations
@@ -112,6 +113,56 @@ def test_imports_inside_functions_give_a_reason() -> None:
                 continue
             unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
     assert unexplained == [], "imports inside functions without a '# reason:' comment:\n" + "\n".join(unexplained)
+
+
+def _test_modules_imported(source: str, module: str) -> list[str]:
+    """The test modules (``test_*``) and conftests of ``tests`` that ``source``, the module named ``module``, imports.
+
+    Relative imports are resolved against ``module``'s package; ``from tests import test_x`` counts too.
+    """
+    package = module.split(".")[:-1]
+    imported: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            parent = ".".join([*base, *([node.module] if node.module else [])])
+            imported += [parent, *(f"{parent}.{a.name}" for a in node.names if a.name.startswith("test_"))]
+    return sorted(
+        {
+            name
+            for name in imported
+            if name.split(".")[0] == "tests" and any(p.startswith("test_") or p == "conftest" for p in name.split("."))
+        }
+    )
+
+
+def test_the_import_check_sees_test_modules() -> None:
+    source = (
+        "import tests.test_a\nfrom tests.test_b import x\nfrom tests import test_c, support\nfrom .test_d import y\n"
+        "from tests.conftest import z\nfrom tests.support.servers import LiveServer\nimport pytest\n"
+    )
+    found = _test_modules_imported(source, "tests.production.test_e")
+    assert found == ["tests.conftest", "tests.production.test_d", "tests.test_a", "tests.test_b", "tests.test_c"]
+
+
+def test_no_test_module_imports_another() -> None:
+    """What two test modules share lives in ``tests/support/``; fixtures live in a conftest, which nothing imports.
+
+    A test file that others import cannot be edited, renamed or deleted as one feature's tests, and nothing in
+    its name says that other files depend on it.
+    """
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        found = _test_modules_imported(path.read_text(), module)
+        if found:
+            offenders.append(f"{path.relative_to(ROOT)}: {', '.join(found)}")
+    assert offenders == [], (
+        "modules importing a test module or a conftest (move what they share to tests/support/):\n"
+        + ("\n".join(offenders))
+    )
 
 
 def test_contributing_layer_table_matches_the_contract() -> None:

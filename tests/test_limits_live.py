@@ -26,7 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import (
+from tests.oauth.kit import OAuthServer, mint_two_users_two_clients, start_oauth_server, stop_oauth_server
+from tests.support.servers import (
     ROOT,
     LiveServer,
     drop_pg_database,
@@ -36,8 +37,7 @@ from tests.conftest import (
     start_task_worker,
     stop_process,
 )
-from tests.oauth.kit import OAuthServer, mint_two_users_two_clients, start_oauth_server, stop_oauth_server
-from tests.task_client import ACCEPT, TASKS, Modern
+from tests.support.task_client import ACCEPT, TASKS, Modern
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -86,7 +86,7 @@ def assert_rate_limited(r: httpx.Response, limit: str) -> None:
 def oauth(tmp_path: Path) -> Iterator[tuple[OAuthServer, list[str]]]:
     server = start_oauth_server(
         tmp_path,
-        settings="tests.tasks_oauth_settings",
+        settings="tests.settings.settings_tasks_oauth",
         MCP_RATE_LIMITS=json.dumps({"user": "40/hour"}),
         MCP_TASK_LIMITS=json.dumps({"active_per_user": 3}),
         MCP_REDIS_PREFIX=own_redis_prefix(),

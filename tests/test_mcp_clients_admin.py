@@ -20,6 +20,7 @@ from oauth2_provider.models import (
 
 from django_mcp.auth.clients import is_client_disabled, sync_clients
 from django_mcp.models import MCPClient
+from tests.support.factories import make_app, make_token
 
 pytestmark = pytest.mark.django_db
 
@@ -27,27 +28,6 @@ Application = get_application_model()
 AccessToken = get_access_token_model()
 RefreshToken = get_refresh_token_model()
 CHANGELIST = "admin:django_mcp_mcpclient_changelist"
-
-
-def make_app(name: str = "Claude", source: str = "dcr", redirect: str = "http://127.0.0.1:33418/callback") -> Any:
-    return Application.objects.create(
-        name=name,
-        client_type=Application.CLIENT_PUBLIC,
-        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
-        redirect_uris=redirect,
-        registration_source=source,
-    )
-
-
-def make_token(app: Any, user: Any, raw: str, refresh: str | None = None) -> Any:
-    token = AccessToken(user=user, application=app, scope="mcp books:read", expires=timezone.now() + timedelta(hours=1))
-    set_token_value(token, raw)
-    token.save()
-    if refresh:
-        rt = RefreshToken(user=user, application=app, access_token=token)
-        set_token_value(rt, refresh)
-        rt.save()
-    return token
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import ROOT
 from tests.oauth.kit import INIT, PASSWORD, OAuthServer, mcp_post, start_oauth_server, stop_oauth_server
+from tests.support.servers import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from tests.callers import client
-from tests.conftest import LiveServer
+from tests.support.callers import client
+from tests.support.servers import LiveServer
 
 
 def inspect_json(server: LiveServer, *args: str) -> dict[str, object]:

@@ -27,8 +27,8 @@ from django_mcp.middleware import Call
 from django_mcp.tasks import EXTENSION
 from django_mcp.test import MCPClientError, MCPTestClient
 from django_mcp.transports.wsgi import mcp_view_for
-from tests import middlewares
-from tests.conftest import ROOT, migrate_database, server_env, start_server
+from tests.support import middlewares
+from tests.support.servers import ROOT, migrate_database, server_env, start_server
 
 server = MCPServer("middleware-tests")
 
@@ -64,7 +64,7 @@ def hello_prompt(name: str) -> str:
 
 
 urlpatterns = [re_path(r"^mcp/?$", mcp_view_for(server, wsgi=True))]
-CHAIN = ["tests.middlewares.Recorder", "tests.middlewares.Rewrite", "tests.middlewares.Refuse"]
+CHAIN = ["tests.support.middlewares.Recorder", "tests.support.middlewares.Rewrite", "tests.support.middlewares.Refuse"]
 
 
 def chain(*extra: str) -> Any:
@@ -202,7 +202,7 @@ def _has_native_tasks() -> bool:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_sync_middleware_runs_in_a_thread_with_a_sync_call_next() -> None:
-    with chain("tests.middlewares.SyncStamp"):
+    with chain("tests.support.middlewares.SyncStamp"):
         result = tool(MCPTestClient(server), "echo", {"text": "a"})
     assert result["_meta"]["example.com/stamped"] is True
     assert [c["text"] for c in result["content"]] == ["A", "via test"]
@@ -220,12 +220,12 @@ def test_a_middleware_not_used_is_left_out(seen: list[dict[str, Any]]) -> None:
     """A factory raising Django's ``MiddlewareNotUsed`` (a feature switched off) is not in the chain."""
     from django_mcp.runtime import dispatch
 
-    with chain("tests.middlewares.NotUsed"):
+    with chain("tests.support.middlewares.NotUsed"):
         result = tool(MCPTestClient(server), "echo", {"text": "hi"})
         assert [c["text"] for c in result["content"]] == ["HI", "via test"]  # the others ran
         assert [s["method"] for s in seen] == ["tools/call"]
     seen.clear()
-    only_unused = ["tests.middlewares.NotUsed", "django_mcp.telemetry.middleware.Telemetry"]  # TELEMETRY is off
+    only_unused = ["tests.support.middlewares.NotUsed", "django_mcp.telemetry.middleware.Telemetry"]  # TELEMETRY is off
     with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "MIDDLEWARE": only_unused}):
         assert dispatch._chain() is None  # none in use: the door runs alone, no Call is built
         assert tool(MCPTestClient(server), "forbidden_tool", {})["content"][0]["text"] == "ran"
@@ -292,16 +292,16 @@ def test_a_missing_scope_reaches_the_middleware_as_a_response_and_the_client_as_
     seen: list[dict[str, Any]],
 ) -> None:
     """The door's own refusal passes through the chain like any other answer; its status and challenge stay."""
-    from tests import test_door
+    from tests.support import door
 
     alice = User.objects.create_user("alice")
     with (
-        test_door._oauth_settings(),
+        door._oauth_settings(),
         override_settings(
-            ROOT_URLCONF="tests.test_door", DJANGO_MCP={**settings.DJANGO_MCP, "AUTH": "oauth", "MIDDLEWARE": CHAIN}
+            ROOT_URLCONF="tests.support.door", DJANGO_MCP={**settings.DJANGO_MCP, "AUTH": "oauth", "MIDDLEWARE": CHAIN}
         ),
     ):
-        http = test_door.HTTP(test_door._token(alice, "mcp"), "2025-11-25")
+        http = door.HTTP(door._token(alice, "mcp"), "2025-11-25")
         http.open()
         body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
         r = http.post({**body, "params": {"name": "vault_write", "arguments": {"text": "x"}}})
@@ -313,7 +313,7 @@ def test_a_missing_scope_reaches_the_middleware_as_a_response_and_the_client_as_
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("outermost", [None, "tests.middlewares.Rewrite"])
+@pytest.mark.parametrize("outermost", [None, "tests.support.middlewares.Rewrite"])
 def test_a_reply_is_serialized_once_unless_a_middleware_edits_replies(
     monkeypatch: pytest.MonkeyPatch, outermost: str | None
 ) -> None:

@@ -1,6 +1,6 @@
 """ModelResource through the real endpoint: the official SDK client in both eras, two users, real signals.
 
-The live server runs ``tests.asgi_users`` (``x-test-user`` names the caller) on
+The live server runs ``tests.settings.asgi_users`` (``x-test-user`` names the caller) on
 SQLite, or PostgreSQL with ``MCP_TEST_DB=postgres``. Users: alice (staff, view
 permissions), bob (view permissions through a group, sees only his documents),
 carol (no permissions).
@@ -18,11 +18,10 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import LiveServer, server_env, start_server
+from tests.support.callers import all_resources, client, read_error
+from tests.support.servers import LiveServer, server_env, start_server
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
 
@@ -62,7 +61,7 @@ print(a1.pk, a2.pk, b1.pk)
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, dict[str, int]]]:
     tmp = tmp_path_factory.mktemp("models")
     env = server_env(tmp, MCP_MEDIA_ROOT=str(tmp / "media"))  # on PostgreSQL, a fresh database of its own
-    server = start_server(env, tmp / "daphne.log", app="tests.asgi_users:application")
+    server = start_server(env, tmp / "daphne.log", app="tests.settings.asgi_users:application")
     a1, a2, b1 = (int(x) for x in server.manage("shell", "-c", SETUP).splitlines()[-1].split())
     yield server, {"a1": a1, "a2": a2, "b1": b1}
     server.stop()
@@ -101,39 +100,14 @@ class Notes:
         await asyncio.wait_for(poll(), timeout)
 
 
-def client(server: LiveServer, mode: str, user: str | None, **extra: Any) -> Client:
-    http = create_mcp_http_client(headers={"x-test-user": user} if user else None)
-    kwargs: dict[str, Any] = {"mode": mode, "read_timeout_seconds": 30, **extra}
-    if mode != "legacy":
-        kwargs["cache"] = None
-    return Client(streamable_http_client(server.url, http_client=http), **kwargs)
-
-
 @asynccontextmanager
 async def connect(live: tuple[LiveServer, Any], mode: str, user: str | None, **extra: Any) -> AsyncIterator[Client]:
-    async with client(live[0], mode, user, **extra) as c:
+    async with client(live[0].url, mode, user, **extra) as c:
         yield c
 
 
 def doc(pk: int) -> str:
     return DOC.format(pk=pk)
-
-
-async def all_resources(c: Client) -> list[types.Resource]:
-    out: list[types.Resource] = []
-    cursor: str | None = None
-    while True:
-        page = await c.list_resources(cursor=cursor)
-        out.extend(page.resources)
-        cursor = page.next_cursor
-        if cursor is None:
-            return out
-
-
-async def read_error(c: Client, uri: str) -> MCPError:
-    with pytest.raises(MCPError) as info:
-        await c.read_resource(uri)
-    return info.value
 
 
 # -- templates and reads -----------------------------------------------------------------
@@ -402,13 +376,13 @@ def test_listing_and_reading_make_a_bounded_number_of_queries(django_assert_max_
 
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.conftest import need_service
+    from tests.support.servers import need_service
 
     need_service("Redis", 6379)
     tmp = tmp_path_factory.mktemp("model-workers")
     env = server_env(tmp, db="postgres", layer="redis", MCP_MEDIA_ROOT=str(tmp / "media"))
-    a = start_server(env, tmp / "a.log", app="tests.asgi_users:application")
-    b = start_server(env, tmp / "b.log", migrate=False, app="tests.asgi_users:application")
+    a = start_server(env, tmp / "a.log", app="tests.settings.asgi_users:application")
+    b = start_server(env, tmp / "b.log", migrate=False, app="tests.settings.asgi_users:application")
     a1, a2, b1 = (int(x) for x in a.manage("shell", "-c", SETUP).splitlines()[-1].split())
     yield a, b, {"a1": a1, "a2": a2, "b1": b1}
     for server in (a, b):

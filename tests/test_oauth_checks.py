@@ -63,7 +63,7 @@ def test_e033_malformed_scopes_setting() -> None:
 
 
 def test_e034_urls_not_included() -> None:
-    assert ids(ROOT_URLCONF="tests.urls_without_mcp") == ["django_mcp.E034"]
+    assert ids(ROOT_URLCONF="tests.settings.urls_without_mcp") == ["django_mcp.E034"]
 
 
 def test_w030_foreign_scopes_backend() -> None:
@@ -112,7 +112,7 @@ def test_e035_login_url_does_not_resolve() -> None:
     assert login_ids(LOGIN_URL="no-such-url-name") == ["django_mcp.E035"]
     assert login_ids(LOGIN_URL="accounts/login/") == ["django_mcp.E035"], "a relative URL"
     # Django's default LOGIN_URL ("/accounts/login/") in a project that routes no login page.
-    assert login_ids(ROOT_URLCONF="tests.oauth_login_missing_urls") == ["django_mcp.E035"]
+    assert login_ids(ROOT_URLCONF="tests.settings.urls_oauth_login_missing") == ["django_mcp.E035"]
 
 
 def test_e035_hint_shows_the_route() -> None:

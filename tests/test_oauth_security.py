@@ -492,7 +492,7 @@ def test_registration_rate_limit_holds_across_workers(tmp_path_factory: pytest.T
     import shutil
     import time
 
-    from tests.conftest import IN_CI, _reachable, free_port, need_service, server_env, start_server
+    from tests.support.servers import IN_CI, _reachable, free_port, need_service, server_env, start_server
 
     need_service("Redis", 6379)  # the test settings' Redis layer; the count itself goes to our own instance
     if shutil.which("redis-server") is None:

@@ -1,6 +1,6 @@
 """ModelResource with real object-permission backends through a live server and the official SDK client.
 
-``tests.objperm_settings`` next to Django's ``ModelBackend`` configures django-guardian's backend (per-object
+``tests.settings.settings_objperm`` next to Django's ``ModelBackend`` configures django-guardian's backend (per-object
 grants in its tables) or django-rules' (a predicate: "view_ledger" for everyone without an object, each
 ledger for its owner only). Alice owns ledgers 1-3 and bob 4-6, each with the grants; carol holds
 ``view_ledger`` model-wide; dave nothing. Every path a caller reads objects through is attacked:
@@ -21,8 +21,8 @@ from django.contrib.auth.backends import BaseBackend
 from django.test import override_settings
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import LiveServer, server_env, start_server
-from tests.test_model_resources import all_resources, client, read_error
+from tests.support.callers import all_resources, client, read_error
+from tests.support.servers import LiveServer, server_env, start_server
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
 
@@ -53,8 +53,8 @@ print(json.dumps({**mine, "gadgets": [compass.pk, riddle.pk]}))
 @pytest.fixture(scope="module", params=["guardian", "rules"])
 def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Any]]:
     tmp = tmp_path_factory.mktemp(f"objperm-{request.param}")
-    env = server_env(tmp, settings="tests.objperm_settings", MCP_OBJPERM_BACKEND=request.param)
-    server = start_server(env, tmp / "daphne.log", app="tests.asgi_users:application")
+    env = server_env(tmp, settings="tests.settings.settings_objperm", MCP_OBJPERM_BACKEND=request.param)
+    server = start_server(env, tmp / "daphne.log", app="tests.settings.asgi_users:application")
     pks = json.loads(server.manage("shell", "-c", SETUP).splitlines()[-1])
     yield server, pks
     server.stop()
@@ -76,7 +76,7 @@ async def test_each_user_reaches_only_their_granted_objects(live: Any, me: str, 
     """Lists, reads, completions, subscriptions and the show tool: the other tenant's ledgers do not exist."""
     server, pks = live
     mine, theirs = pks[me], pks[them]
-    async with client(server, "legacy", me) as c, client(server, "legacy", them) as other:
+    async with client(server.url, "legacy", me) as c, client(server.url, "legacy", them) as other:
         templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
         assert LEDGER in templates
         assert await ledgers_listed(c) == {ledger(pk) for pk in mine}
@@ -121,7 +121,7 @@ async def test_each_user_reaches_only_their_granted_objects(live: Any, me: str, 
 async def test_global_permission_sees_all_and_no_grant_sees_nothing(live: Any) -> None:
     server, pks = live
     everything = {ledger(pk) for pk in pks["alice"] + pks["bob"]}
-    async with client(server, "legacy", "carol") as carol, client(server, "legacy", "dave") as dave:
+    async with client(server.url, "legacy", "carol") as carol, client(server.url, "legacy", "dave") as dave:
         assert await ledgers_listed(carol) == everything  # the model-wide grant of ModelBackend opens every object
         assert (await carol.call_tool("show_ledger", {"pk": pks["bob"][0]})).is_error is False
         assert await ledgers_listed(dave) == set()
@@ -141,7 +141,7 @@ async def test_non_json_field_values(live: Any) -> None:
     """A custom field's value is its string form; one without any is a precise error naming the field."""
     server, pks = live
     compass, riddle = pks["gadgets"]
-    async with client(server, "legacy", "carol") as c:
+    async with client(server.url, "legacy", "carol") as c:
         got = json.loads((await c.read_resource(GADGET.format(pk=compass))).contents[0].text)  # type: ignore[union-attr]
         assert got == {"id": compass, "name": "Compass", "spot": "POINT(1 2)", "odd": None}
         with pytest.raises(MCPError) as info:

@@ -35,8 +35,7 @@ from django_mcp.models import (
 )
 from django_mcp.switches import board
 from django_mcp.test import MCPClientError, MCPTestClient
-from tests.test_mcp_clients_admin import make_app, make_token
-from tests.test_task_admin import make_task
+from tests.support.factories import make_app, make_task, make_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

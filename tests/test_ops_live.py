@@ -1,6 +1,6 @@
 """A project without ``django.contrib.admin``, served for real, operated with management commands only.
 
-``tests.settings_no_admin`` (OAuth, the Tasks framework, no admin app, no admin URLs) under daphne: it passes
+``tests.settings.settings_no_admin`` (OAuth, the Tasks framework, no admin app, no admin URLs) under daphne: it passes
 ``manage.py check``, the official ``mcp`` SDK client calls its tools, and every operation the admin offers
 runs as a real ``manage.py`` process against it: a client disabled is refused at once while another
 client works; a user's tokens revoked are refused, and the task that user queued fails unrun, while
@@ -26,12 +26,12 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import ROOT, TaskWorker, start_task_worker, stop_process
-from tests.conftest import served_cleanly as conftest_served_cleanly
 from tests.oauth.kit import INIT, OAuthServer, mcp_post, start_oauth_server, stop_oauth_server
-from tests.task_client import Modern
+from tests.support.servers import ROOT, TaskWorker, start_task_worker, stop_process
+from tests.support.servers import served_cleanly as conftest_served_cleanly
+from tests.support.task_client import Modern
 
-SETTINGS = "tests.settings_no_admin"
+SETTINGS = "tests.settings.settings_no_admin"
 FORMULA = "=cmd|' /C calc'!A0"
 REVOKED = "The access token that created this task was revoked"
 #: Tokens for (user, client): each application is created on first use; the JSON has the token and client id.

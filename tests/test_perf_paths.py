@@ -16,8 +16,8 @@ from django.test import override_settings
 
 from django_mcp.runtime.timers import Later
 from django_mcp.transports.security import host_allowed
-from tests.conftest import LiveServer
 from tests.support.raw import ACCEPT, META, Raw
+from tests.support.servers import LiveServer
 
 
 @pytest.fixture

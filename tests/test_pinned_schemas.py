@@ -1,7 +1,7 @@
 """The wire definitions of representative tools and prompts, pinned (inputSchema, outputSchema, descriptions).
 
 Function tools (tests/testapp, tests/drfapp), DRF views and viewset actions, plain view tools and
-the extra declarations of ``tests/pinned_tools.py``. Regenerate ``tests/pinned_schemas.json`` with
+the extra declarations of ``tests/support/pinned_tools.py``. Regenerate ``tests/support/pinned_schemas.json`` with
 ``MCP_PIN_WRITE=1`` only for an intended change of the wire form.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-SNAPSHOT = Path(__file__).with_name("pinned_schemas.json")
+SNAPSHOT = Path(__file__).parent / "support" / "pinned_schemas.json"
 
 
 def _servers() -> list[tuple[str, Any]]:
     from django_mcp import site
-    from tests.pinned_tools import server
+    from tests.support.pinned_tools import server
 
     return [("site", site), ("pinned", server)]
 
@@ -77,7 +77,7 @@ def test_argument_parsing_is_pinned() -> None:
 
     from django_mcp import site
     from django_mcp.contrib.drf import UNSET
-    from tests.pinned_tools import server
+    from tests.support.pinned_tools import server
 
     assert site.tools["add"].parse_arguments({"a": 1, "b": "2"}) == {"a": 1, "b": 2}
     assert site.tools["count"].parse_arguments(None) == {"steps": 3}

@@ -19,8 +19,6 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import served_cleanly as conftest_served_cleanly
-from tests.conftest import server_env
 from tests.oauth.kit import (
     INIT,
     MINT,
@@ -33,7 +31,9 @@ from tests.oauth.kit import (
     start_oauth_server,
     stop_oauth_server,
 )
-from tests.wsgi_server import start_wsgi_server
+from tests.support.servers import served_cleanly as conftest_served_cleanly
+from tests.support.servers import server_env
+from tests.support.wsgi_server import start_wsgi_server
 
 PREFIX = "/plugins/mcp/"
 #: The audience of the newest access token of a user (the ``resource`` it was issued for).

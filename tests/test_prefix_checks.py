@@ -51,7 +51,7 @@ PREFIXED = {"URL_PREFIX": "/plugins/mcp/", "ENDPOINT": "/plugins/mcp/", "AUTH": 
 
 def test_root_and_prefixed_projects_pass() -> None:
     assert ids() == []  # the test project: django_mcp.urls at the root
-    assert ids("tests.urls_wsgi") == []
+    assert ids("tests.settings.urls_wsgi") == []
     assert ids(lambda: project(wsgi_at=""), AUTH="oauth") == []
     assert ids(lambda: project("plugins/mcp/", wsgi_at="plugins/mcp/"), **PREFIXED) == []
     assert ids(lambda: project("plugins/mcp/"), **PREFIXED) == []  # ASGI mode: channels routes the endpoint

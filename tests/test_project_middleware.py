@@ -21,10 +21,10 @@ from django.test import override_settings
 from mcp import Client
 
 from django_mcp.runtime import project_middleware
-from tests.callers import bearer_client, text, unique
-from tests.conftest import LiveServer, server_env, start_server
 from tests.oauth.kit import PASSWORD, SETUP
-from tests.wsgi_server import start_wsgi_server
+from tests.support.callers import bearer_client, text, unique
+from tests.support.servers import LiveServer, server_env, start_server
+from tests.support.wsgi_server import start_wsgi_server
 
 CALLERS = ("alice", "bob", "mallory")
 

@@ -20,9 +20,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import server_env
 from tests.oauth.kit import INIT, MINT, PASSWORD, OAuthServer, mcp_post, start_oauth_server, stop_oauth_server
-from tests.wsgi_server import start_wsgi_server
+from tests.support.servers import server_env
+from tests.support.wsgi_server import start_wsgi_server
 
 #: DRF authtoken keys (40 characters) and the project's ApiToken keys, made by ``SETUP``.
 DRF_ALICE = "a" * 40

@@ -31,7 +31,7 @@ from django_mcp.models import MCPTask
 from django_mcp.tasks import EXTENSION
 from django_mcp.test import AsyncMCPTestClient, MCPClientError, MCPTestClient
 from django_mcp.transports.wsgi import mcp_view_for
-from tests.conftest import clear_cache
+from tests.support.servers import clear_cache
 
 server = MCPServer("limits-tests")
 

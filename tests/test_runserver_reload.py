@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT, free_port, migrate_database, server_env
+from tests.support.servers import ROOT, free_port, migrate_database, server_env
 
 pytestmark = pytest.mark.own_config  # SQLite; the reloader does not depend on the database
 

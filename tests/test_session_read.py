@@ -169,7 +169,7 @@ def test_wsgi_mode_reads_the_session_on_its_own_thread_when_the_connection_is_ke
     """CONN_MAX_AGE > 0 (or a pool): one SELECT on the request's thread, no hop to a bookkeeping thread.
     CONN_MAX_AGE = 0 without a pool: the read stays on the bookkeeping thread, whose connection stays open
     (on the request's thread each request would connect anew)."""
-    with override_settings(ROOT_URLCONF="tests.urls_wsgi"):
+    with override_settings(ROOT_URLCONF="tests.settings.urls_wsgi"):
         connection.settings_dict["CONN_MAX_AGE"] = age
         try:
             client = Client(HTTP_HOST="127.0.0.1", REMOTE_ADDR="127.0.0.1", SERVER_NAME="127.0.0.1")
@@ -197,7 +197,7 @@ def test_wsgi_mode_inside_a_project_transaction_reads_on_the_bookkeeping_thread(
     """``ATOMIC_REQUESTS``: the view runs in the project's transaction, which a failed read would spoil."""
     connection.settings_dict["CONN_MAX_AGE"] = 60
     try:
-        with override_settings(ROOT_URLCONF="tests.urls_wsgi"):
+        with override_settings(ROOT_URLCONF="tests.settings.urls_wsgi"):
             client = Client(HTTP_HOST="127.0.0.1", REMOTE_ADDR="127.0.0.1", SERVER_NAME="127.0.0.1")
             sid = _open(client)
             connection.settings_dict["ATOMIC_REQUESTS"] = True

@@ -24,7 +24,7 @@ from django_mcp.protocol import skills as rules
 from django_mcp.protocol.skills import SkillError
 from django_mcp.skills import from_folder, read_folder
 from django_mcp.test import MCPClientError, MCPTestClient
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 #: own_config: skills are files read once; neither the database nor the layer changes them (pg-redis skips it).
 pytestmark = pytest.mark.own_config

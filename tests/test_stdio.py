@@ -29,7 +29,7 @@ from mcp.client.stdio import stdio_client
 
 from django_mcp import Context
 from django_mcp.server import MCPServer
-from tests.conftest import ROOT, migrate_database
+from tests.support.servers import ROOT, migrate_database
 
 #: own_config: every server process runs on its own SQLite file and the in-memory layer (the env fixture), so
 #: pg-redis would run the same thing again.

@@ -36,8 +36,8 @@ from django_mcp.models import MCPClient, MCPSwitch, MCPTask
 from django_mcp.switches import board, switch_off, switch_on
 from django_mcp.tasks import EXTENSION, jobs
 from django_mcp.test import MCPClientError, MCPTestClient
-from tests.conftest import ROOT, free_port, server_env, start_server
 from tests.support.raw import Raw
+from tests.support.servers import ROOT, free_port, server_env, start_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -434,7 +434,7 @@ def _run(tmp: Path, settings_module: str, *command: str, timeout: float = 120) -
 
 
 def test_strict_mode_stops_check_and_daphne_and_lets_a_ruled_site_start(tmp_path: Path) -> None:
-    out = _run(tmp_path, "tests.strict_settings", "django", "check")
+    out = _run(tmp_path, "tests.settings.settings_strict", "django", "check")
     assert out.returncode != 0
     assert "(django_mcp.E182) Tool 'echo' declares no access rule" in out.stderr
     assert "HINT: Give @site.tool(...) permissions=" in out.stderr
@@ -442,13 +442,22 @@ def test_strict_mode_stops_check_and_daphne_and_lets_a_ruled_site_start(tmp_path
     assert "(django_mcp.E182) Prompt 'greet'" in out.stderr
     # daphne runs no system checks: building the ASGI application refuses instead, naming the offenders.
     port = str(free_port())
-    out = _run(tmp_path, "tests.strict_settings", "daphne", "-b", "127.0.0.1", "-p", port, "tests.asgi:application")
+    out = _run(
+        tmp_path,
+        "tests.settings.settings_strict",
+        "daphne",
+        "-b",
+        "127.0.0.1",
+        "-p",
+        port,
+        "tests.settings.asgi:application",
+    )
     assert out.returncode != 0
     assert "ImproperlyConfigured: REQUIRE_ACCESS_RULES is on" in out.stderr and "Tool 'echo'" in out.stderr
-    ruled = _run(tmp_path, "tests.strict_ruled_settings", "django", "check")
+    ruled = _run(tmp_path, "tests.settings.settings_strict_ruled", "django", "check")
     assert ruled.returncode == 0, ruled.stderr
     assert "django_mcp.E" not in ruled.stderr
-    live = start_server(server_env(tmp_path, settings="tests.strict_ruled_settings"), tmp_path / "ruled.log")
+    live = start_server(server_env(tmp_path, settings="tests.settings.settings_strict_ruled"), tmp_path / "ruled.log")
     try:
         assert Raw(live).modern("tools/list").json()["result"]["tools"][0]["name"] == "ping"
     finally:

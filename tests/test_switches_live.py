@@ -33,7 +33,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import (
+from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
+from tests.support.raw import ACCEPT, META, Raw
+from tests.support.servers import (
     IN_CI,
     ROOT,
     LiveServer,
@@ -43,10 +45,8 @@ from tests.conftest import (
     start_server,
     start_task_worker,
 )
-from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
-from tests.sse import SSEReader
-from tests.support.raw import ACCEPT, META, Raw
-from tests.task_client import Modern, Session
+from tests.support.sse import SSEReader
+from tests.support.task_client import Modern, Session
 
 #: Every server here picks its own database and channel layer (CLUSTERS): the pg-redis pass need not run it again.
 pytestmark = pytest.mark.own_config

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LiveServer, server_env, start_server
-from tests.rawasync import AsyncRaw
+from tests.support.rawasync import AsyncRaw
+from tests.support.servers import LiveServer, server_env, start_server
 
 
 def _no_500(server: LiveServer) -> None:

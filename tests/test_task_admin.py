@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import secrets
 from datetime import timedelta
 from io import StringIO
 from typing import Any
@@ -26,30 +25,13 @@ from django.utils import timezone
 
 from django_mcp import Context, MCPServer
 from django_mcp.models import MCPTask
+from tests.support.factories import make_task
 
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = reverse("admin:django_mcp_mcptask_changelist")
 SECRET_RESULT = "result-only-for-the-result-permission"
 SECRET_ERROR = "error-only-for-the-result-permission"
-
-
-def make_task(status: str = MCPTask.WORKING, **fields: Any) -> MCPTask:
-    now = timezone.now()
-    values: dict[str, Any] = {
-        "id": secrets.token_urlsafe(32),
-        "tool": "slow_report",
-        "arguments": {"year": 2026},
-        "protocol_version": "2026-07-28",
-        "oauth_client": "client-a",
-        "status": status,
-        "created": now - timedelta(seconds=90),
-        "updated": now,
-        "expires": now + timedelta(hours=1),
-        "ttl_ms": 3_600_000,
-    }
-    values.update(fields)
-    return MCPTask.objects.create(**values)
 
 
 @pytest.fixture

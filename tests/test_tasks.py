@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from tests.conftest import (
-    USERS_SETUP,
+from tests.support.seeds import USERS_SETUP
+from tests.support.servers import (
     LiveServer,
     TaskWorker,
     drop_pg_database,
@@ -25,14 +25,14 @@ from tests.conftest import (
     start_server,
     start_task_worker,
 )
-from tests.task_client import RELATED_TASK, Modern, Session
+from tests.support.task_client import RELATED_TASK, Modern, Session
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """``tests.asgi_users`` (``X-Test-User``: alice, bob, or anonymous) with a db_worker on its database."""
+    """``tests.settings.asgi_users`` (``X-Test-User``: alice, bob, or anonymous) with a db_worker on its database."""
     tmp = tmp_path_factory.mktemp("tasks")
-    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.asgi_users:application")
+    server = start_server(server_env(tmp), tmp / "daphne.log", app="tests.settings.asgi_users:application")
     server.manage("shell", "-c", USERS_SETUP)
     worker = start_task_worker(server.env, tmp / "worker.log")
     server.worker = worker  # type: ignore[attr-defined]

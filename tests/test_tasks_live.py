@@ -21,7 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import (
+from tests.oauth.kit import OAuthServer, mint_two_users_two_clients, start_oauth_server, stop_oauth_server
+from tests.support.servers import (
     LiveServer,
     TaskWorker,
     drop_pg_database,
@@ -31,8 +32,7 @@ from tests.conftest import (
     start_task_worker,
     stop_process,
 )
-from tests.oauth.kit import OAuthServer, mint_two_users_two_clients, start_oauth_server, stop_oauth_server
-from tests.task_client import Modern, Session
+from tests.support.task_client import Modern, Session
 
 
 def text(result: dict[str, Any]) -> str:
@@ -194,7 +194,7 @@ def test_cancel_stops_a_sync_tool_postgres(postgres: None, procs: Processes, tmp
 
 # -- isolation: two users, two OAuth clients ----------------------------------------------------
 
-SETTINGS = "tests.tasks_oauth_settings"
+SETTINGS = "tests.settings.settings_tasks_oauth"
 
 
 @pytest.fixture

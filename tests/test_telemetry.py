@@ -26,7 +26,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from opentelemetry.sdk.trace import TracerProvider
 
 from django_mcp.telemetry.otel import BUCKETS
-from tests.conftest import (
+from tests.otel.export import histograms, spans
+from tests.support.servers import (
     ROOT,
     LiveServer,
     TaskWorker,
@@ -36,8 +37,7 @@ from tests.conftest import (
     start_server,
     start_task_worker,
 )
-from tests.otel.export import histograms, spans
-from tests.wsgi_server import start_wsgi_server
+from tests.support.wsgi_server import start_wsgi_server
 
 #: Spans and metrics do not depend on the database or the channel layer: one configuration (unit) runs these.
 pytestmark = pytest.mark.own_config

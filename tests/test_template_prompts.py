@@ -25,34 +25,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from django_mcp import TemplatePrompt
-from tests.conftest import LiveServer, drop_pg_database, server_env, start_server
 from tests.promptapp.mcp import NOTES, PNG
+from tests.support.seeds import SESSIONS_SETUP
+from tests.support.servers import LiveServer, drop_pg_database, server_env, start_server
 
 MODES = ["legacy", "2026-07-28"]
 PNG_B64 = base64.b64encode(PNG).decode()
-
-SETUP = """
-import json
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth.models import Group, Permission, User
-from django.contrib.sessions.backends.db import SessionStore
-
-readers, reviewers, _ = (Group.objects.get_or_create(name=n)[0] for n in ("Readers", "Reviewers", "Staff"))
-alice = User.objects.create_user("alice")
-alice.user_permissions.add(Permission.objects.get(codename="view_group"))
-alice.groups.add(readers)
-bob = User.objects.create_user("bob")
-bob.groups.add(reviewers)
-keys = {}
-for user in (alice, bob):
-    s = SessionStore()
-    s[SESSION_KEY] = str(user.pk)
-    s[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    s[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    s.create()
-    keys[user.username] = s.session_key
-print(json.dumps(keys))
-"""
 
 
 @dataclass
@@ -80,7 +58,7 @@ def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     env = server_env(tmp, db=db, layer="memory")  # on PostgreSQL, a fresh database of its own
     server = start_server(env, tmp / "daphne.log", app="tests.promptapp.asgi:application")
     try:
-        sessions = json.loads(server.manage("shell", "-c", SETUP).strip().splitlines()[-1])
+        sessions = json.loads(server.manage("shell", "-c", SESSIONS_SETUP).strip().splitlines()[-1])
         yield Live(server, sessions)
     finally:
         server.stop()

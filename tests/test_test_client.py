@@ -24,7 +24,7 @@ from django_mcp import Context, ToolError
 from django_mcp.models import MCPSession
 from django_mcp.server import MCPServer
 from django_mcp.test import AsyncMCPTestClient, MCPClientError, MCPTestClient, UnansweredRequest
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 ERAS = ["2025-11-25", "2026-07-28"]
 

@@ -38,9 +38,9 @@ from django_mcp.auth.clients import disable_clients
 from django_mcp.auth.token_cache import cache
 from django_mcp.runtime.sync_pool import run_bookkeeping
 from django_mcp.state.hub import hub
-from tests.conftest import LiveServer, need_service, start_server
 from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
 from tests.support.raw import Raw
+from tests.support.servers import LiveServer, need_service, start_server
 
 ENDPOINT = "http://testserver/mcp/"
 

@@ -22,7 +22,7 @@ from django_mcp import MCPServer
 from django_mcp.protocol.extensions import UI, UI_MIME_TYPE
 from django_mcp.test import MCPClientError, MCPTestClient
 from django_mcp.ui import UI as AppUI
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 from tests.uiapp import mcp as uiapp
 
 pytestmark = pytest.mark.django_db
@@ -318,7 +318,7 @@ def test_with_public_url_a_page_loads_the_served_bridge_and_declares_its_origin(
     assert "integrity=" not in content["text"] and bridge.decode()[-2000:] in content["text"]
 
 
-@override_settings(ROOT_URLCONF="tests.urls_django_asgi")  # WSGI mode's patterns (django_mcp.urls_wsgi)
+@override_settings(ROOT_URLCONF="tests.settings.urls_django_asgi")  # WSGI mode's patterns (django_mcp.urls_wsgi)
 def test_the_bridge_is_served_beside_a_wsgi_endpoint_as_it_is_under_asgi(client: Any) -> None:
     import base64
     import gzip

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -28,9 +27,9 @@ from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import LiveServer, free_port, server_env, start_server
-from tests.test_browser_oauth import CHROMIUM, need_chromium
-from tests.test_template_prompts import SETUP as SESSIONS
+from tests.support.browser import CHROMIUM, host_page, need_chromium
+from tests.support.seeds import SESSIONS_SETUP
+from tests.support.servers import LiveServer, free_port, server_env, start_server
 from tests.uihost.serve import build as build_host
 
 pytestmark = pytest.mark.own_config  # the page and its calls do not depend on the database
@@ -58,7 +57,7 @@ def serve_ui(tmp: Path, host: Path, public_url: bool = False) -> Iterator[Live]:
     env = server_env(tmp, MCP_UI_HOST_DIR=str(host), **extra)
     server = start_server(env, tmp / "daphne.log", app="tests.uiapp.asgi:application", port=port)
     try:
-        sessions = json.loads(server.manage("shell", "-c", SESSIONS).strip().splitlines()[-1])
+        sessions = json.loads(server.manage("shell", "-c", SESSIONS_SETUP).strip().splitlines()[-1])
         yield Live(server, sessions)
     finally:
         server.stop()
@@ -76,40 +75,6 @@ def live(tmp_path_factory: pytest.TempPathFactory, host_dir: Path) -> Iterator[L
 def served(tmp_path_factory: pytest.TempPathFactory, host_dir: Path) -> Iterator[Live]:
     """``PUBLIC_URL`` set: each page loads the bridge from the server (``django_mcp.app_bridge``)."""
     yield from serve_ui(tmp_path_factory.mktemp("ui-served"), host_dir, public_url=True)
-
-
-@contextlib.asynccontextmanager
-async def host_page(
-    server: LiveServer, *, session: str | None = None, token: str | None = None, errors: list[str] | None = None
-) -> AsyncIterator[Any]:
-    """The test host page in Debian's chromium, as a signed-in ``session`` or with a bearer ``token``.
-
-    The console's errors go to ``errors`` when given; otherwise a Content-Security-Policy error fails the test.
-    """
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update"],
-        )
-        try:
-            context = await browser.new_context(viewport={"width": 720, "height": 640})
-            if session is not None:
-                cookie = {"name": "sessionid", "value": session, "domain": "127.0.0.1", "path": "/"}
-                await context.add_cookies([cookie])  # type: ignore[list-item]
-            tab = await context.new_page()
-            console: list[str] = [] if errors is None else errors
-            tab.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-            query = {"sandbox": f"http://localhost:{server.port}/host/sandbox.html"}  # another origin than the host's
-            if token is not None:
-                query["token"] = token
-            await tab.goto(f"{server.base}/host/index.html?{urlencode(query)}")
-            await tab.wait_for_selector("body[data-ready=true]")
-            yield tab
-            assert errors is not None or not [e for e in console if "Content Security Policy" in e], console
-        finally:
-            await browser.close()
 
 
 @pytest.fixture

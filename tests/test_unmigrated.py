@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer, server_env, start_server
+from tests.support.servers import LiveServer, server_env, start_server
 
 #: Its own database, unmigrated on purpose: one configuration proves it; the answer is this package's, on any Django.
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]

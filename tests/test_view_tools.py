@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.callers import MODES, client, text, unique
-from tests.conftest import LiveServer
+from tests.support.callers import MODES, client, text, unique
+from tests.support.servers import LiveServer
 
 pytestmark = pytest.mark.usefixtures("server_log_users")
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import LiveServer, server_env, start_server
-from tests.sse import SSEReader, first_event_then_drop
 from tests.support.raw import ACCEPT, Raw
+from tests.support.servers import LiveServer, server_env, start_server
+from tests.support.sse import SSEReader, first_event_then_drop
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.own_config]
 

@@ -13,10 +13,10 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import LiveServer, server_env
 from tests.oauth.kit import PASSWORD, SETUP
-from tests.test_sdk_client import Recorder
-from tests.wsgi_server import start_wsgi_server
+from tests.support.sdk import Recorder
+from tests.support.servers import LiveServer, server_env
+from tests.support.wsgi_server import start_wsgi_server
 
 ACCEPT = "application/json, text/event-stream"
 INIT = {
@@ -37,8 +37,8 @@ def _stopped(server: LiveServer) -> None:
 def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("wsgi")
     # Kept connections, as the deployment guide has WSGI mode: the session reads run on the workers' own threads.
-    env = server_env(tmp, settings="tests.settings_wsgi", MCP_CONN_MAX_AGE="60")
-    server = start_wsgi_server(env, tmp / "gunicorn.log", "tests.wsgi:application")
+    env = server_env(tmp, settings="tests.settings.settings_wsgi", MCP_CONN_MAX_AGE="60")
+    server = start_wsgi_server(env, tmp / "gunicorn.log", "tests.settings.wsgi:application")
     yield server
     _stopped(server)
 
@@ -203,8 +203,8 @@ def test_no_held_streams(gunicorn: LiveServer) -> None:
 
 # -- the same view under Django's own ASGI handler ------------------------------------------------
 async def test_django_asgi_handler(tmp_path: Path, rec: Recorder) -> None:
-    env = server_env(tmp_path, settings="tests.settings_django_asgi")
-    server = start_wsgi_server(env, tmp_path / "uvicorn.log", "tests.asgi_django:application", asgi=True)
+    env = server_env(tmp_path, settings="tests.settings.settings_django_asgi")
+    server = start_wsgi_server(env, tmp_path / "uvicorn.log", "tests.settings.asgi_django:application", asgi=True)
     try:
         async with rec.client(server.url, "legacy") as client:
             result = await client.call_tool("add", {"a": 1, "b": 2})
@@ -280,9 +280,9 @@ def test_wsgi_only_project_needs_no_channels(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.support.servers import ROOT
 
-    env = server_env(tmp_path, settings="tests.settings_wsgi_only")
+    env = server_env(tmp_path, settings="tests.settings.settings_wsgi_only")
     check = subprocess.run(
         [sys.executable, "-m", "django", "check"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
     )
@@ -304,7 +304,7 @@ def test_the_view_gives_every_buffered_reply_its_length(settings: Any) -> None:
     otherwise sends HTTP/1.1 replies chunked, a second write for the terminator. 204 carries none (RFC 9110)."""
     from django.test import Client
 
-    settings.ROOT_URLCONF = "tests.urls_wsgi"
+    settings.ROOT_URLCONF = "tests.settings.urls_wsgi"
     settings.MIDDLEWARE = []
     client = Client(SERVER_NAME="127.0.0.1", HTTP_HOST="127.0.0.1")  # development mode answers loopback only
     meta = {

@@ -14,8 +14,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.conftest import ROOT, free_port, spawn_server
-from tests.fresh_venv import fresh_venv, run
+from tests.support.fresh_venv import fresh_venv, run
+from tests.support.servers import ROOT, free_port, spawn_server
 
 # Installs its own virtualenv (uv's cache makes it a few seconds): once, on Django 5.2, SQLite, no channel layer.
 pytestmark = [pytest.mark.own_config, pytest.mark.version_independent]

@@ -1,4 +1,4 @@
-"""The big API as MCP tools, on a server of its own (``tests.asgi_drfbig`` mounts it at /mcp/)."""
+"""The big API as MCP tools, on a server of its own (``tests.settings.asgi_drfbig`` mounts it at /mcp/)."""
 
 from __future__ import annotations
 

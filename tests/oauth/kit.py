@@ -32,7 +32,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import ROOT, LiveServer, drop_pg_database, free_port, server_env, start_server
+from tests.support.servers import ROOT, LiveServer, drop_pg_database, free_port, server_env, start_server
 
 PASSWORD = "correct horse battery staple"
 REDIRECT = "http://127.0.0.1:9/callback"

@@ -1,4 +1,4 @@
-"""The object-permission tests' resources (``tests.objperm_settings`` installs this app)."""
+"""The object-permission tests' resources (``tests.settings.settings_objperm`` installs this app)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """uvicorn's application: the project under Django's own ASGI handler and ``opentelemetry-instrumentation-django``.
 
-The endpoint is the async ``mcp_view`` (``tests.urls_django_asgi``); Django's instrumentation makes its
+The endpoint is the async ``mcp_view`` (``tests.settings.urls_django_asgi``); Django's instrumentation makes its
 SERVER span current around it, under ASGI as under WSGI, so the MCP span becomes its child.
 """
 

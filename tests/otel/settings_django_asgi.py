@@ -2,4 +2,4 @@
 
 from tests.otel.settings import *  # noqa: F403
 
-ROOT_URLCONF = "tests.urls_django_asgi"
+ROOT_URLCONF = "tests.settings.urls_django_asgi"

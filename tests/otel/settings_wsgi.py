@@ -2,5 +2,5 @@
 
 from tests.otel.settings import *  # noqa: F403
 
-ROOT_URLCONF = "tests.urls_wsgi"
+ROOT_URLCONF = "tests.settings.urls_wsgi"
 WSGI_APPLICATION = "tests.otel.wsgi.application"

@@ -1,4 +1,4 @@
-"""TEST ONLY: ``tests.asgi`` for workers behind the documented nginx, in development mode.
+"""TEST ONLY: ``tests.settings.asgi`` for workers behind the documented nginx, in development mode.
 
 ``AUTH = "none"`` refuses proxied requests (those carrying ``X-Forwarded-For``), as it
 should: behind a proxy the real client is elsewhere. The fault tests exercise streams and
@@ -12,7 +12,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 from typing import Any
 
-from tests.asgi import application as inner
+from tests.settings.asgi import application as inner
 
 _DROP = frozenset({b"x-forwarded-for", b"forwarded", b"x-real-ip"})
 

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import IN_CI, ROOT, free_port, need_service, server_env
+from tests.support.servers import IN_CI, ROOT, free_port, need_service, server_env
 
 NGINX = "/usr/sbin/nginx"
 ACCEPT = "application/json, text/event-stream"

@@ -1,4 +1,4 @@
-"""Helpers of the operations tests: uvicorn workers beside conftest's daphne ones, a small MCP client."""
+"""Helpers of the operations tests: uvicorn workers beside the daphne ones of support/servers.py, a small MCP client."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import LiveServer, _reachable, free_port, migrate_database, need_service, spawn_server
 from tests.production.harness import documented_command, nginx_config
+from tests.support.servers import LiveServer, _reachable, free_port, migrate_database, need_service, spawn_server
 
 ACCEPT = "application/json, text/event-stream"
 REVISION = "2025-11-25"
@@ -22,7 +22,7 @@ def _serve(cmd: list[str], env: dict[str, str], log: Path, port: int, name: str)
 
 
 def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = True) -> LiveServer:
-    """``tests.asgi`` in a real uvicorn process."""
+    """``tests.settings.asgi`` in a real uvicorn process."""
     if env["MCP_TEST_DB"] == "postgres":
         need_service("PostgreSQL", 5432)
     if env["MCP_TEST_LAYER"] == "redis":
@@ -30,7 +30,16 @@ def start_uvicorn(env: dict[str, str], log: Path, *flags: str, migrate: bool = T
     if migrate:
         migrate_database(env)
     port = free_port()
-    cmd = [sys.executable, "-m", "uvicorn", "tests.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "tests.settings.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     return _serve([*cmd, *flags], env, log, port, "uvicorn")
 
 

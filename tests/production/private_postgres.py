@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI, free_port
+from tests.support.servers import IN_CI, free_port
 
 BIN = Path(os.environ.get("MCP_PG_BIN", "/usr/lib/postgresql/15/bin"))
 

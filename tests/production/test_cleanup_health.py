@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from django_mcp.state.lru import LRU
-from tests.conftest import LiveServer, log_problem, server_env, start_server
+from tests.support.servers import LiveServer, log_problem, server_env, start_server
 
 from .ops import ACCEPT, REVISION, OwnPostgres, OwnRedis, health, session_headers
 

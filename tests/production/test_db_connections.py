@@ -29,9 +29,9 @@ import httpx
 import psycopg
 import pytest
 
-from tests.conftest import ROOT, LiveServer, free_port, log_problem, spawn_server
 from tests.production.harness import documented_command
 from tests.production.private_postgres import PrivatePostgres
+from tests.support.servers import ROOT, LiveServer, free_port, log_problem, spawn_server
 
 pytestmark = [pytest.mark.production]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import log_problem
 from tests.production.harness import ACCEPT, Client, Deployment, nginx_config
+from tests.support.servers import log_problem
 
 pytestmark = [pytest.mark.production, pytest.mark.postgres, pytest.mark.redis]
 

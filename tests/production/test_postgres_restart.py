@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, _reachable, free_port, log_problem, server_env, stop_process
 from tests.production.private_postgres import PrivatePostgres
-from tests.rawasync import AsyncRaw, Reply
+from tests.support.rawasync import AsyncRaw, Reply
+from tests.support.servers import ROOT, _reachable, free_port, log_problem, server_env, stop_process
 
 pytestmark = pytest.mark.production
 
@@ -51,7 +51,7 @@ def cluster() -> Iterator[PrivatePostgres]:
 
 class Worker:
     def __init__(
-        self, kind: str, env: dict[str, str], log: Path, port: int = 0, app: str = "tests.asgi:application"
+        self, kind: str, env: dict[str, str], log: Path, port: int = 0, app: str = "tests.settings.asgi:application"
     ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp/"

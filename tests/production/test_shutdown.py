@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import LiveServer, log_problem, server_env
 from tests.support.raw import sse_messages
+from tests.support.servers import LiveServer, log_problem, server_env
 
 from .ops import call, health, initialize, session_headers, start_documented
 
@@ -141,7 +141,7 @@ def _wait_in_flight(server: LiveServer, n: int) -> None:
 def _start(kind: str, tmp: Path) -> LiveServer:
     """The test project served with docs/deployment.md's command for ``kind`` (gunicorn: one uvicorn worker)."""
     env = server_env(tmp, settings="tests.production.ops_settings", MCP_SHUTDOWN_GRACE=str(GRACE))
-    return start_documented(kind, env, tmp / "server.log", "tests.asgi:application")
+    return start_documented(kind, env, tmp / "server.log", "tests.settings.asgi:application")
 
 
 @pytest.mark.parametrize("kind", ["daphne", "uvicorn", "gunicorn"])
@@ -384,7 +384,7 @@ def test_gunicorn_reload_behind_nginx_loses_nothing(tmp_path: Path) -> None:
     """
     from .ops import start_nginx
 
-    env = server_env(tmp_path, settings="tests.settings_wsgi")
+    env = server_env(tmp_path, settings="tests.settings.settings_wsgi")
     server = start_documented(
         "gunicorn", env, tmp_path / "gunicorn.log", "tests.production.wsgi:application", workers=2
     )

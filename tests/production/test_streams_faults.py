@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import log_problem
 from tests.production.harness import Client, Deployment, ResumingStream
-from tests.sse import SSEReader
+from tests.support.servers import log_problem
+from tests.support.sse import SSEReader
 
 pytestmark = [pytest.mark.production, pytest.mark.postgres, pytest.mark.redis]
 

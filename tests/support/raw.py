@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import LiveServer
+from tests.support.servers import LiveServer
 
 ACCEPT = "application/json, text/event-stream"
 META = {

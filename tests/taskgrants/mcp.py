@@ -1,4 +1,4 @@
-"""A task tool behind a scope, for the revocation tests (``tests.tasks_oauth_settings`` installs this app)."""
+"""A task tool behind a scope, for the revocation tests (``tests.settings.settings_tasks_oauth`` installs this app)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``tests.uiapp``'s server at /mcp/ (session authentication, so tests call as two users), the rest as tests.asgi.
+"""``tests.uiapp``'s server at /mcp/ (session authentication: tests call as two users), the rest as tests.settings.asgi.
 
 With ``MCP_UI_HOST_DIR`` set, ``/host/<file>`` also serves the test host page (``tests/uihost``).
 """

@@ -6,8 +6,8 @@ endpoints only mount with ``oauth2_provider`` installed), as docs/transports.md'
 
 from tests.settings import *  # noqa: F403
 
-ROOT_URLCONF = "tests.urls_wsgi"
-WSGI_APPLICATION = "tests.wsgi.application"
+ROOT_URLCONF = "tests.settings.urls_wsgi"
+WSGI_APPLICATION = "tests.settings.wsgi.application"
 INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in ("daphne", "channels", "oauth2_provider")]  # noqa: F405
 del ASGI_APPLICATION  # noqa: F821
 del CHANNEL_LAYERS  # noqa: F821

@@ -14,5 +14,5 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "tests.strictapp",
 ]
-ROOT_URLCONF = "tests.strict_urls"
+ROOT_URLCONF = "tests.settings.urls_strict"
 DJANGO_MCP = {**DJANGO_MCP, "REQUIRE_ACCESS_RULES": True}  # noqa: F405

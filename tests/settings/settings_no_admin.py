@@ -4,7 +4,7 @@ Operators of such projects run every operation with management commands (``mcp_s
 ``mcp_session``, ``mcp_task``, ``mcp_audit``): ``tests/test_ops_live.py`` serves it and runs them there.
 """
 
-from tests.tasks_oauth_settings import *  # noqa: F403
+from tests.settings.settings_tasks_oauth import *  # noqa: F403
 
 INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "django.contrib.admin"]  # noqa: F405
-ROOT_URLCONF = "tests.urls_no_admin"
+ROOT_URLCONF = "tests.settings.urls_no_admin"

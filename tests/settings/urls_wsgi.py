@@ -2,6 +2,6 @@
 
 from django.urls import include, path
 
-from tests.urls import urlpatterns as base
+from tests.settings.urls import urlpatterns as base
 
 urlpatterns = [*base, path("", include("django_mcp.urls_wsgi"))]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Left out of the new virtualenv's environment. Bytecode is written inside the throwaway virtualenv: its processes
 #: (migrate, check, servers) each compiled Django again without it, several seconds apiece; not in the suite's

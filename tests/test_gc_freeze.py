@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ASGI = """
     import gc, json
     before = gc.get_freeze_count()
-    from tests.asgi import application
+    from tests.settings.asgi import application
     print(json.dumps({"before": before, "after": gc.get_freeze_count(), "tracked": len(gc.get_objects())}))
 """
 
@@ -70,13 +70,13 @@ def test_importing_the_asgi_application_freezes_what_startup_loaded(tmp_path: Pa
 
 
 def test_the_wsgi_view_freezes_at_its_first_request(tmp_path: Path) -> None:
-    frozen = run(WSGI, tmp_path, "tests.settings_wsgi")
+    frozen = run(WSGI, tmp_path, "tests.settings.settings_wsgi")
     assert frozen["status"] == ["204 No Content", "204 No Content"]
     assert grown(frozen) > 50_000  # not before: the URLconf, hence the view, loads with the first request
     assert frozen["again"] == frozen["after"]  # once per process
 
 
-BOTH = [(ASGI, "tests.settings"), (WSGI, "tests.settings_wsgi")]
+BOTH = [(ASGI, "tests.settings"), (WSGI, "tests.settings.settings_wsgi")]
 
 
 @pytest.mark.parametrize("code,settings", BOTH, ids=["asgi", "wsgi"])

@@ -1,4 +1,4 @@
-"""URLs of ``tests.settings_no_admin``: the login page for consent and the MCP endpoint; no admin."""
+"""URLs of ``tests.settings.settings_no_admin``: the login page for consent and the MCP endpoint; no admin."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import include, path

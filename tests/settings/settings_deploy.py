@@ -10,8 +10,8 @@ the in-memory layer, the local-memory cache and ``ImmediateBackend``.
 import importlib.util
 import os
 
-from tests.guide import guide_settings
 from tests.oauth.settings import *  # noqa: F403
+from tests.support.guide import guide_settings
 
 TASKS_PACKAGE = "django.tasks" if importlib.util.find_spec("django.tasks") else "django_tasks"
 INSTALLED_APPS = [*INSTALLED_APPS, "django_tasks_db"]  # noqa: F405  (the database task backend's queue)

@@ -1,4 +1,4 @@
-"""TEST ONLY: ``tests.asgi`` behind a middleware that trusts an ``X-Test-User`` header.
+"""TEST ONLY: ``tests.settings.asgi`` behind a middleware that trusts an ``X-Test-User`` header.
 
 The suite needs authenticated MCP callers without OAuth. This middleware sets
 ``scope["user"]`` (which the transports hand to the engine as the caller) to the

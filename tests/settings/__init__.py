@@ -4,7 +4,7 @@ import importlib.util
 import json
 import os
 
-BASE_DIR = os.path.dirname(os.path.abspath(__file__))
+BASE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 SECRET_KEY = "tests-only-secret-key-not-for-production-0123456789"
 DEBUG = False
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]", "testserver"]
@@ -39,8 +39,8 @@ if importlib.util.find_spec("django.tasks") is None:
     INSTALLED_APPS.append("django_tasks")
 INSTALLED_APPS.append("django_tasks_db")
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
-ROOT_URLCONF = "tests.urls"
-ASGI_APPLICATION = "tests.asgi.application"
+ROOT_URLCONF = "tests.settings.urls"
+ASGI_APPLICATION = "tests.settings.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
@@ -73,7 +73,7 @@ if DB == "postgres":
         }
     }
     if os.environ.get("MCP_PG_POOL"):  # the guide's database options, read from docs/deployment.md
-        from tests.guide import guide_settings
+        from tests.support.guide import guide_settings
 
         guide = guide_settings()["DATABASES"]["default"]
         DATABASES["default"].update(CONN_MAX_AGE=guide["CONN_MAX_AGE"], CONN_HEALTH_CHECKS=guide["CONN_HEALTH_CHECKS"])
@@ -92,7 +92,7 @@ else:
 
 LAYER = os.environ.get("MCP_TEST_LAYER", "memory")
 #: Keys of this test run's servers on the shared Redis: pytest-xdist workers each have their own
-#: (tests/conftest.py), so one worker's broadcasts, groups and counters never reach another's servers.
+#: (tests/support/servers.py), so one worker's broadcasts, groups and counters never reach another's servers.
 REDIS_PREFIX = os.environ.get("MCP_REDIS_PREFIX", "asgi")
 if LAYER == "redis":
     CHANNEL_LAYERS = {

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-GUIDE = Path(__file__).resolve().parent.parent / "docs" / "deployment.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
 
 
 def guide_settings() -> dict[str, Any]:

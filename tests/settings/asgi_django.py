@@ -2,7 +2,7 @@
 
 import os
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings_django_asgi")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings.settings_django_asgi")
 
 from django.core.asgi import get_asgi_application
 

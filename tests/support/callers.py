@@ -7,9 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import mcp_types as types
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 #: Both eras: the handshake era (legacy mode, 2025-11-25) and the stateless 2026-07-28 era.
 MODES = ["legacy", "2026-07-28"]
@@ -39,6 +42,23 @@ def unique(prefix: str) -> str:
 
 def text(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def all_resources(c: Client) -> list[types.Resource]:
+    out: list[types.Resource] = []
+    cursor: str | None = None
+    while True:
+        page = await c.list_resources(cursor=cursor)
+        out.extend(page.resources)
+        cursor = page.next_cursor
+        if cursor is None:
+            return out
+
+
+async def read_error(c: Client, uri: str) -> MCPError:
+    with pytest.raises(MCPError) as info:
+        await c.read_resource(uri)
+    return info.value
 
 
 #: What a host that renders MCP Apps declares (the UI extension, its page type).

@@ -1,6 +1,6 @@
 """Live servers for WSGI mode: gunicorn sync workers, or uvicorn serving Django's own ASGI handler.
 
-Like ``tests.conftest.start_server`` (daphne), with the same environment and ``LiveServer``;
+Like ``tests.support.servers.start_server`` (daphne), with the same environment and ``LiveServer``;
 the endpoint is ``django_mcp.transports.wsgi.mcp_view`` routed by the project's URLconf, no Channels.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.conftest import LiveServer, free_port, migrate_database, spawn_server
+from tests.support.servers import LiveServer, free_port, migrate_database, spawn_server
 
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 

@@ -2,6 +2,6 @@
 
 from django_mcp.transports.wsgi import mcp_view
 from django_mcp.urls_wsgi import endpoint_patterns
-from tests.urls import urlpatterns as base
+from tests.settings.urls import urlpatterns as base
 
 urlpatterns = [*base, *endpoint_patterns(view=mcp_view)]
