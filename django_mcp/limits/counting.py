@@ -142,17 +142,23 @@ class Counters:
     async def take(self, alias: str, key: str, rate: Rate) -> int | None:
         """Spend one call of ``rate`` for ``key``: None when admitted, else the seconds until its window ends."""
         while True:
-            now = time.time()
-            taken = self.try_take(key, rate, now)
-            if taken is True:
-                return None
-            if taken is not False:
-                return int(taken)
-            slot = self._slot(key, rate, now)
+            slot = self._spend(key, rate)
+            if not isinstance(slot, _Slot):
+                return slot
             leasing = slot.leasing
             if leasing is None or leasing.done() or leasing.get_loop() is not asyncio.get_running_loop():
                 leasing = slot.leasing = asyncio.ensure_future(self._lease(alias, key, rate, slot))
             await asyncio.shield(leasing)  # a cancelled caller must not cancel the lease others wait for
+
+    def _spend(self, key: str, rate: Rate) -> _Slot | int | None:
+        """One call spent in memory (None) or refused (seconds to wait); else the slot to lease a slice for."""
+        now = time.time()
+        taken = self.try_take(key, rate, now)
+        if taken is True:
+            return None
+        if taken is not False:
+            return int(taken)
+        return self._slot(key, rate, now)
 
     def _slot(self, key: str, rate: Rate, now: float) -> _Slot:
         window = int(now // rate.seconds)
@@ -175,13 +181,9 @@ class Counters:
     def take_sync(self, alias: str, key: str, rate: Rate) -> int | None:
         """``take`` for sync code (a Django view): a lease's round trip runs on the calling thread."""
         while True:
-            now = time.time()
-            taken = self.try_take(key, rate, now)
-            if taken is True:
-                return None
-            if taken is not False:
-                return int(taken)
-            slot = self._slot(key, rate, now)
+            slot = self._spend(key, rate)
+            if not isinstance(slot, _Slot):
+                return slot
             size, shared, ttl = self._lease_of(key, rate, slot)
             try:
                 total = reserve(alias, shared, size, ttl)
