@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import queue
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -34,9 +33,9 @@ import httpx
 import pytest
 
 from tests.oauth.kit import OAuthServer, start_oauth_server, stop_oauth_server
+from tests.support.browser import CHROMIUM, need_chromium
 from tests.support.raw import ACCEPT, META, Raw
 from tests.support.servers import (
-    IN_CI,
     ROOT,
     LiveServer,
     drop_pg_database,
@@ -51,7 +50,6 @@ from tests.support.task_client import Modern, Session
 #: Every server here picks its own database and channel layer (CLUSTERS): the pg-redis pass need not run it again.
 pytestmark = pytest.mark.own_config
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 STAFF, STAFF_PASSWORD = "ops", "ops-password-4242"
 STAFF_SETUP = (
     "from django.contrib.auth.models import User; "
@@ -60,15 +58,6 @@ STAFF_SETUP = (
 DISABLED = "Tool 'echo' is disabled by the site's operators"
 #: Each set-up: database, channel layer, daphne workers.
 CLUSTERS = {"postgres-redis": ("postgres", "redis", 2), "sqlite-memory": ("sqlite", "memory", 1)}
-
-
-def need_chromium() -> None:
-    if shutil.which(CHROMIUM):
-        return
-    message = f"chromium is not installed ({CHROMIUM}); `make browser` installs it"
-    if IN_CI:
-        pytest.fail(f"{message} (CI=true: a skip would hide untested code)")
-    pytest.skip(message)
 
 
 @dataclass
