@@ -1,11 +1,11 @@
 #!/usr/bin/env python
 """Two versions of ours side by side under ``wrk``: requests per second, CPU and context switches per request.
 
-Why: a change on the request path is judged against the code before it, and on this shared machine two runs
-a minute apart differ more than most changes do. Here both servers run at once (uvicorn, asyncio + h11, each
-pinned to core 0; ``wrk -t1`` on core 1) and take turns, round after round, so a slow moment hits both; and
-besides req/s each round reads the server's own CPU time and context switches per request from ``/proc``
-(``benchmarks.procstat``), which the neighbours' load moves far less. In-process CPU (``cpu.py``) is not
+Why: a change on the request path is judged against the code before it, and on this shared machine two runs a minute
+apart differ more than most changes do. Here both servers run at once (uvicorn, asyncio + h11, or daphne with
+``--server daphne``, each pinned to core 0; ``wrk -t1`` on core 1) and take turns, round after round, so a slow moment
+hits both; and besides req/s each round reads the server's own CPU time and context switches per request from
+``/proc`` (``benchmarks.procstat``), which the neighbours' load moves far less. In-process CPU (``cpu.py``) is not
 enough for changes that move work between threads: on 2026-11-28 a change to the sync pool's admission cut
 a sync call's CPU by ~15 µs in process and, served, lost 2-15 % req/s and spent more CPU, not less.
 
@@ -16,7 +16,7 @@ run with this checkout's virtualenv. An A/A run (no options) shows the noise: 0.
 in 5 rounds of 3 s on 2026-11-28.
 
 Usage: ``python benchmarks/ab.py [--a-dir DIR] [--b-dir DIR] [--a-env K=V ...] [--b-env K=V ...]
-[--case "stateless sync call"] [--rounds 6] [--seconds 4] [--connections 16]``
+[--case "stateless sync call"] [--rounds 6] [--seconds 4] [--connections 16] [--server daphne]``
 """
 
 from __future__ import annotations
@@ -80,9 +80,12 @@ def parse_env(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple((k.strip(), v) for k, v in pairs)
 
 
-def start(name: str, directory: Path, env: tuple[tuple[str, str], ...], logdir: Path) -> Side:
+def start(name: str, directory: Path, env: tuple[tuple[str, str], ...], logdir: Path, kind: str = "uvicorn") -> Side:
     base = ours_env(directory, logdir / f"{name}.sqlite3")
-    server = Server(Spec("ours", "uvicorn", "tests.settings.asgi:application", env=env), base, logdir)
+    # The ASGI application moved with the settings into tests/settings/; an older checkout has it at tests/asgi.py.
+    moved = (directory / "tests/settings/asgi.py").exists()
+    app = "tests.settings.asgi:application" if moved else "tests.asgi:application"
+    server = Server(Spec("ours", kind, app, env=env), base, logdir)
     server.log = logdir / f"{name}.log"
     server.cwd = directory
     migrate({**base, **dict(env)}, directory)
@@ -112,6 +115,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--server", default="uvicorn", choices=("uvicorn", "daphne"))
     args = parser.parse_args()
     if args.a_dir.resolve() == args.b_dir.resolve() and args.a_env == args.b_env:
         print("A and B are the same code and settings: an A/A run (the noise)", file=sys.stderr)
@@ -121,8 +125,8 @@ def main() -> int:
     atexit.register(_stop_all)
     logdir = Path(tempfile.mkdtemp(prefix="django-mcp-ab-"))
     sides = [
-        start("A", args.a_dir.resolve(), parse_env(args.a_env), logdir),
-        start("B", args.b_dir.resolve(), parse_env(args.b_env), logdir),
+        start("A", args.a_dir.resolve(), parse_env(args.a_env), logdir, args.server),
+        start("B", args.b_dir.resolve(), parse_env(args.b_env), logdir, args.server),
     ]
     try:
         for side in sides:  # warm-up, not counted

@@ -188,6 +188,46 @@ async def test_a_repeated_token_costs_no_query_and_the_cache_widens_nothing(quer
     await refused(alice[:-1] + ("A" if alice[-1] != "A" else "B"))
 
 
+def test_the_endpoint_url_is_remembered_by_what_builds_it() -> None:
+    """The audience a cached token is keyed by: each host, proxy header and path its own URL."""
+    from django_mcp.auth.bearer import _endpoint_url
+
+    def url(path: str = "/mcp/", **headers: str) -> str | None:
+        scope, _ = request("t", path)
+        scope["headers"] = [
+            *scope["headers"],
+            *((k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()),
+        ]
+        return _endpoint_url(scope)
+
+    for _ in range(2):  # built, then remembered: the same answers
+        assert url() == "http://testserver/mcp/"
+        assert url("/other/") == "http://testserver/other/"
+        assert url(x_forwarded_host="localhost") == "http://testserver/mcp/"  # not trusted by default
+        assert url(x_forwarded_proto="https") == "http://testserver/mcp/"
+    with override_settings(USE_X_FORWARDED_HOST=True, SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https")):
+        assert url(x_forwarded_host="localhost") == "http://localhost/mcp/"
+        assert url(x_forwarded_proto="https") == "https://testserver/mcp/"
+        assert url(x_forwarded_host="evil.example") is None  # not in ALLOWED_HOSTS, every time
+        assert url(x_forwarded_host="evil.example") is None
+    assert url(x_forwarded_host="localhost") == "http://testserver/mcp/"  # the settings' change forgot them
+    with override_settings(ALLOWED_HOSTS=["localhost"]):
+        assert url() is None  # testserver no longer allowed: nothing remembered answers for it
+
+
+@inprocess
+async def test_a_token_kept_for_one_host_is_checked_again_for_another(queries: Queries) -> None:
+    alice, _ = await run_bookkeeping(make_token, "alice", "first")
+    await first_check(alice)
+    scope, _ = request(alice)
+    scope["headers"] = [(b"host", b"localhost"), (b"authorization", f"Bearer {alice}".encode())]
+    queries.take()
+    with pytest.raises(Challenge) as caught:  # its audience is http://testserver/mcp/, not http://localhost/mcp/
+        await authenticate(scope, dict(scope["headers"]))
+    assert caught.value.status == 401 and "not valid for this resource" in caught.value.description
+    assert queries.take(), "checked in the database, not answered from the entry kept for testserver"
+
+
 @inprocess
 async def test_revoking_deactivating_and_disabling_apply_to_the_next_request(queries: Queries) -> None:
     alice, alice_token = await run_bookkeeping(make_token, "alice", "first")

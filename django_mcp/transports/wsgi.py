@@ -212,11 +212,11 @@ _NAMES = {
 
 def _response(answer: Answer) -> HttpResponse:
     """A ``streamable`` answer as a Django response: its own headers only, its body with its length."""
-    response = HttpResponse(answer.body, status=answer.status)
-    del response["Content-Type"]  # Django's default; the answer says its own (an empty reply has none)
     names = _NAMES
-    for name, value in answer.headers:
-        response[names.get(name) or name.decode("latin-1")] = value.decode("latin-1")
+    headers = {names.get(name) or name.decode("latin-1"): value.decode("latin-1") for name, value in answer.headers}
+    response = HttpResponse(answer.body, status=answer.status, headers=headers)
+    if "Content-Type" not in headers:
+        del response["Content-Type"]  # Django's default; the answer says its own (an empty reply has none)
     return response
 
 
