@@ -31,9 +31,9 @@ def endpoint_patterns(prefix: str | None = None, view: Any = mcp_wsgi_view) -> l
     base = prefix.strip("/") if prefix else endpoint_under_prefix()
     under = f"{re.escape(base)}/" if base else ""
     bridge = re_path(rf"^{under}{app_bridge.ROUTE}(?P<name>[^/]+)$", app_bridge.bridge_view, name="mcp-app-bridge")
-    return [
-        bridge,  # the MCP Apps bridge that ui:// pages load when PUBLIC_URL is set (django_mcp.app_bridge)
+    return [  # the endpoint first: every MCP request is tried against it first (both patterns end with $)
         re_path(rf"^{re.escape(base)}/?$", view, name="mcp-endpoint") if base else path("", view, name="mcp-endpoint"),
+        bridge,  # the MCP Apps bridge that ui:// pages load when PUBLIC_URL is set (django_mcp.app_bridge)
     ]
 
 
