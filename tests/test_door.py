@@ -51,7 +51,8 @@ def test_test_client_refuses_a_missing_scope_exactly_as_http(version: str, metho
             client.request(method, dict(params))
     error = refused.value
     assert (error.status, {"code": error.code, "message": error.message, "data": error.data}) == (403, over_http)
-    assert over_http["data"] == {"error": "insufficient_scope"}
+    needs = "vault:write" if method == "tools/call" else "vault:read"
+    assert over_http["data"] == {"error": "insufficient_scope", "scope": needs}
     # With the scope, both let the call in.
     client.force_authenticate(alice, scopes=["mcp", "vault:write", "vault:read"])
     assert client.request(method, dict(params))
@@ -78,7 +79,8 @@ def test_a_refused_item_of_a_batch_is_its_error_and_the_others_run() -> None:
         )
     assert r.status_code == 200
     answers = {a["id"]: a for a in r.json()}
-    assert answers[1]["error"]["data"] == {"error": "insufficient_scope"}
+    # No header can carry the scopes of one item of a batch: its error data names them, to step up to.
+    assert answers[1]["error"]["data"] == {"error": "insufficient_scope", "scope": "vault:write"}
     assert answers[2]["result"]["content"][0]["text"] == "open"
 
 
@@ -276,6 +278,7 @@ def test_a_task_follows_its_token_through_refreshes_until_its_family_is_revoked(
         jobs.run_tool_call.call(ended)
     rows = {t.pk: t for t in MCPTask.objects.all()}
     assert (rows[kept].status, rows[kept].result["content"][0]["text"]) == (MCPTask.COMPLETED, "stored a")
-    assert rows[narrowed].status == MCPTask.FAILED and rows[narrowed].error["data"] == {"error": "insufficient_scope"}
+    assert rows[narrowed].status == MCPTask.FAILED
+    assert rows[narrowed].error["data"] == {"error": "insufficient_scope", "scope": "vault:write"}
     assert rows[ended].status == MCPTask.FAILED
     assert rows[ended].error == {"code": -32600, "message": "The access token that created this task was revoked"}

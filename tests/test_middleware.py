@@ -306,7 +306,7 @@ def test_a_missing_scope_reaches_the_middleware_as_a_response_and_the_client_as_
         body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
         r = http.post({**body, "params": {"name": "vault_write", "arguments": {"text": "x"}}})
     assert r.status_code == 403 and 'error="insufficient_scope"' in r["WWW-Authenticate"]
-    assert r.json()["error"]["data"] == {"error": "insufficient_scope"}
+    assert r.json()["error"]["data"] == {"error": "insufficient_scope", "scope": "vault:write"}
     (refused,) = [s for s in seen if s["name"] == "vault_write"]
     assert (refused["error"], refused["user"], refused["scopes"]) == (-32600, "alice", frozenset({"mcp"}))
     assert refused["client_id"] and refused["transport"] == "wsgi" and refused["refused"] == 403

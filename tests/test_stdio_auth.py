@@ -171,7 +171,7 @@ async def test_token_limits_to_its_scopes(env: dict[str, str], mode: str) -> Non
             assert await tool_names(client) == {"whoami"}, "a tool outside the token's scopes is invisible"
             with pytest.raises(MCPError, match="lacks the scope") as refused:  # the door's refusal, as over HTTP
                 await client.call_tool("secret", {})
-            assert refused.value.error.data == {"error": "insufficient_scope"}
+            assert refused.value.error.data == {"error": "insufficient_scope", "scope": "secret:read"}
         async with Client(params(env, token=wide), mode=mode, read_timeout_seconds=30) as client:  # type: ignore[arg-type]
             assert await tool_names(client) == {"whoami", "secret"}
             assert await text(client, "secret") == "the secret"

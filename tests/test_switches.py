@@ -247,7 +247,7 @@ def test_a_switch_tells_nothing_to_a_caller_who_could_not_use_it_anyway(era: str
     # Bob through the same client: no vault:read scope, no auth.view_user permission.
     stranger = client(bob, ["mcp"])
     error = refused(stranger.call_tool, "vault_secret")
-    assert (error.status, error.data) == (403, {"error": "insufficient_scope"}), error
+    assert (error.status, error.data) == (403, {"error": "insufficient_scope", "scope": "vault:read"}), error
     assert refused(stranger.call_tool, "staff_count").message == "Unknown tool: staff_count"
     assert tools(stranger) == set()
     # Alice through a token without the scope: the same answer as with the switch on.

@@ -429,7 +429,7 @@ def test_narrowed_scope_refuses_the_run(grants: OAuthServer, workers: list[TaskW
     assert failed["error"] == {
         "code": -32600,
         "message": "Forbidden: The access token lacks the scope this request needs",
-        "data": {"error": "insufficient_scope"},
+        "data": {"error": "insufficient_scope", "scope": "notes:write"},
     }
     assert bearer(grants, bob).wait(other)["status"] == "completed"
     assert not Path(f"{mine}.runs").exists() and lines(theirs) == ["written"]
@@ -453,5 +453,6 @@ def test_refreshed_token_keeps_its_tasks(grants: OAuthServer, workers: list[Task
     assert bearer(grants, kept2).wait(ids["kept"])["status"] == "completed"
     assert lines(markers["kept"]) == ["written"]
     failed = bearer(grants, narrowed2).wait(ids["narrowed"])
-    assert failed["status"] == "failed" and failed["error"]["data"] == {"error": "insufficient_scope"}, failed
+    assert failed["status"] == "failed", failed
+    assert failed["error"]["data"] == {"error": "insufficient_scope", "scope": "notes:write"}, failed
     assert not Path(f"{markers['narrowed']}.runs").exists()

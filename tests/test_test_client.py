@@ -269,7 +269,7 @@ def test_scopes_of_a_token(alice: User, version: str) -> None:
     # Refused at the door, as over HTTP: 403 insufficient_scope (tests/test_door.py compares the two).
     with pytest.raises(MCPClientError) as refused:
         c.call_tool("make_group", {"name": "editors"})
-    assert (refused.value.status, refused.value.data) == (403, {"error": "insufficient_scope"})
+    assert (refused.value.status, refused.value.data) == (403, {"error": "insufficient_scope", "scope": "groups:write"})
     with pytest.raises(MCPClientError) as refused:
         c.get_prompt("secret_prompt")
     assert refused.value.status == 403

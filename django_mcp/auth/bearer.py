@@ -361,8 +361,9 @@ MAX_ENDPOINT_URLS = 256
 def insufficient_scope(scope: dict[str, Any], needed: list[str]) -> Challenge:
     """403 for a token lacking a scope a tool/resource/prompt needs: the client may step up."""
     request = _django_request(scope)
-    header = bearer_header(request, "insufficient_scope", INSUFFICIENT_SCOPE, " ".join(needed))
-    return Challenge(403, INSUFFICIENT_SCOPE, header, "insufficient_scope")
+    wanted = " ".join(needed)
+    header = bearer_header(request, "insufficient_scope", INSUFFICIENT_SCOPE, wanted)
+    return Challenge(403, INSUFFICIENT_SCOPE, header, "insufficient_scope", wanted)
 
 
 async def authenticate_scope(scope: dict[str, Any], headers: dict[bytes, bytes]) -> AuthInfo:

@@ -211,7 +211,8 @@ def check_scopes(ex: Exchange, caller: Caller) -> None:
         challenge = insufficient_scope(caller.scope, needed)
         challenge.request_id = ex.request_id
         raise challenge
-    raise Refused(f"Forbidden: {INSUFFICIENT_SCOPE}", {"error": "insufficient_scope"}, request_id=ex.request_id)
+    data = {"error": "insufficient_scope", "scope": " ".join(needed)}
+    raise Refused(f"Forbidden: {INSUFFICIENT_SCOPE}", data, request_id=ex.request_id)
 
 
 # -- parsing -------------------------------------------------------------------------------
