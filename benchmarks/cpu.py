@@ -22,7 +22,7 @@ turns within each round. The best round is the one least disturbed by other proc
 machine, while absolute microseconds still grow with the load.
 
 Usage: ``python benchmarks/cpu.py [--requests 2000] [--repeat 5] [--connections 1,16] [--level asgi,uvicorn]
-[--only "json call"] [--profile FILE]``
+[--only "json call"] [--floor channels|starlette] [--profile FILE]``
 """
 
 from __future__ import annotations
@@ -264,8 +264,12 @@ class Levels:
 
 
 async def main(args: argparse.Namespace) -> int:
-    from benchmarks.floor import application as floor_app
     from tests.settings.asgi import application as ours_app
+
+    if args.floor == "starlette":
+        from benchmarks.starlette_floor import app as floor_app
+    else:
+        from benchmarks.floor import application as floor_app
 
     levels = [level.strip() for level in args.level.split(",") if level.strip()]
     conns = [int(c) for c in args.connections.split(",")]
@@ -326,6 +330,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--connections", default="1,16")
     parser.add_argument("--level", default="asgi,uvicorn")
     parser.add_argument("--only", help="comma-separated case names")
+    parser.add_argument(
+        "--floor",
+        choices=("channels", "starlette"),
+        default="channels",
+        help="the floor: a bare Channels consumer (default) or the bare Starlette endpoint run.py compares with",
+    )
     parser.add_argument("--profile", help="write a cProfile of the first selected case here")
     return parser.parse_args()
 

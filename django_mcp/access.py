@@ -93,8 +93,9 @@ async def check_access(permissions: Sequence[str], check: Check | None, ctx: Con
 
 async def visible(obj: Guarded, ex: Exchange) -> bool:
     """Whether ``ex``'s caller may see and use ``obj`` (hidden first, then scopes: no thread hop)."""
-    if hidden and any(hook(obj) for hook in hidden):
-        return False
+    for hook in hidden:  # a loop, not any(): no generator per call
+        if hook(obj):
+            return False
     return await permitted(obj, ex)
 
 

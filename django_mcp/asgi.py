@@ -79,8 +79,44 @@ def get_asgi_application(extra_patterns: list[Any] | None = None) -> Any:
     )
 
     routes = [*(extra_patterns or []), *mcp_urlpatterns(), re_path(r"", django_app)]  # type: ignore[arg-type]  # an ASGI app, routed by channels
+    router = URLRouter(routes)
+    prefix = mcp_settings.ENDPOINT.strip("/")
+    endpoint = ShortcutRouter(router, {f"{prefix}/", prefix} if prefix else {""})
     # Outermost: a SIGTERM drain waits for every request, the project's own views included (django_mcp.runtime.drain).
-    return DrainMiddleware(ProtocolTypeRouter({"http": URLRouter(routes)}))
+    return DrainMiddleware(ProtocolTypeRouter({"http": endpoint}))
+
+
+class ShortcutRouter:
+    """Channels' ``URLRouter``, with the endpoint's own paths looked up in a dict first.
+
+    The router tries its patterns in order, a regular expression each, and the endpoint comes
+    after the health probe, the Apps bridge and legacy SSE: a few µs of every MCP request. The
+    dict holds, for each of ``paths``, the application the router itself would pick (its first
+    matching pattern, the project's ``extra_patterns`` included), so what answers never changes.
+    """
+
+    def __init__(self, router: Any, paths: set[str]) -> None:
+        #: ``inner``, as middleware name what they wrap: the system checks look through it for the endpoint.
+        self.inner = router
+        self.shortcuts: dict[str, Any] = {}
+        for path_ in paths:
+            for route in router.routes:
+                match = route.pattern.match(path_)
+                if match:
+                    rest, args, kwargs = match
+                    if not rest and not args and not kwargs and not route.default_args:
+                        self.shortcuts[path_] = route.callback
+                    break
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path_ = scope.get("path")
+        root = scope.get("root_path", "")
+        if path_ is not None and "path_remaining" not in scope and (not root or path_.startswith(root)):
+            app = self.shortcuts.get(path_[len(root) :].lstrip("/"))
+            if app is not None:  # the scope the router would pass: nothing left of the path, no arguments
+                scope = dict(scope, path_remaining="", url_route={"args": (), "kwargs": {}})
+                return await app(scope, receive, send)  # type: ignore[no-any-return]
+        return await self.inner(scope, receive, send)  # type: ignore[no-any-return]
 
 
 def __getattr__(name: str) -> Any:

@@ -65,8 +65,8 @@ class Call:
     """
 
     __slots__ = (
-        "address", "auth", "client_id", "exchange", "refused", "scope", "sealed", "started", "state", "task_id",
-        "transport", "user",
+        "address", "auth", "client_id", "exchange", "method", "refused", "scope", "sealed", "started", "state",
+        "task_id", "transport", "user",
     )  # fmt: skip
 
     def __init__(
@@ -80,6 +80,8 @@ class Call:
         address: str | None = None,
     ) -> None:
         self.exchange = exchange
+        #: The JSON-RPC method (``"tools/call"``, ...): every middleware asks, so it is a plain attribute.
+        self.method: str = exchange.method
         self.user = user
         #: The verified OAuth token (``django_mcp.auth.bearer.AuthInfo``), None without one.
         self.auth = auth
@@ -104,10 +106,6 @@ class Call:
         #: The ``Refused`` an inner middleware or the door raised (a missing scope, a rate limit), else None.
         #: The response ``call_next`` returned is its JSON-RPC error; the transport answers its status and headers.
         self.refused: Refused | None = None
-
-    @property
-    def method(self) -> str:
-        return self.exchange.method
 
     @property
     def params(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from django.urls import re_path
 from django.utils import timezone
 
 from django_mcp import Context, MCPServer, ToolError
-from django_mcp.audit import calllog, middleware
+from django_mcp.audit import calllog, middleware, redaction
 from django_mcp.audit.redaction import SUBSTITUTE
 from django_mcp.audit.writer import BatchWriter
 from django_mcp.models import MCPCallRecord
@@ -294,6 +294,24 @@ def test_the_sensitive_keys_are_a_setting() -> None:
         call(MCPTestClient(server), "search", {"query": "private", "options": {"token": "visible now"}})
     (record,) = records()
     assert record.arguments == {"query": SUBSTITUTE, "options": {"token": "visible now"}}
+    # Each key's verdict is remembered for the pattern that gave it: back to the default, "token" is masked
+    # again and "query" is not, though both keys were judged just before under the other pattern.
+    with audited():
+        call(MCPTestClient(server), "search", {"query": "public", "options": {"token": "hidden again"}})
+    assert records()[-1].arguments == {"query": "public", "options": {"token": SUBSTITUTE}}
+
+
+def test_the_keys_judged_are_remembered_up_to_a_bound() -> None:
+    """Clients choose argument names: past ``MAX_VERDICTS`` keys are judged every time, never kept."""
+    sensitive = redaction.pattern(r"secret")
+    made_up = {f"k{i}": i for i in range(redaction.MAX_VERDICTS + 500)}
+    made_up["my_secret"] = "x"
+    masked = redaction.redact(made_up, sensitive)
+    assert masked["my_secret"] == SUBSTITUTE and masked["k7"] == 7
+    judged, verdicts = redaction._verdicts
+    assert judged is sensitive and len(verdicts) == redaction.MAX_VERDICTS
+    assert redaction.redact({"another_secret": 1}, sensitive) == {"another_secret": SUBSTITUTE}  # judged, not kept
+    assert "another_secret" not in verdicts
 
 
 @pytest.mark.django_db

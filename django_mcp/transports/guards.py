@@ -30,7 +30,7 @@ def header(headers: dict[bytes, bytes], name: bytes) -> str | None:
 
 def check_origin(scope: dict[str, Any], headers: dict[bytes, bytes]) -> None:
     """Development mode's loopback rule, then ``Host`` and ``Origin`` (DNS rebinding): 403."""
-    if (refusal := unauthenticated_refusal(scope)) is not None:
+    if (refusal := unauthenticated_refusal(scope, headers)) is not None:
         raise Refused(refusal)
     host = header(headers, b"host") or ""
     if not host_allowed(host):
