@@ -3,13 +3,17 @@
 
 ``wsgi_peers.py`` measures requests per second under gunicorn, where gunicorn's accept and
 parsing and the client's threads share the two cores with the application. This script calls
-``benchmarks.wsgi:application`` (``benchmarks.settings_wsgi``: the endpoint as a Django view,
+``benchmarks.wsgi:application`` (``benchmarks.settings_wsgi``: ``django_mcp.wsgi``'s wiring,
 ``CONN_MAX_AGE = 60`` as the deployment guide advises for sync workers) directly, on one thread
 as a sync worker runs it, and counts the CPU time of this process per request
 (``time.process_time()``, every thread: a hop to a bookkeeping thread counts) for
 
 * ``stateless call``: a 2026-07-28 ``tools/call`` of ``echo``;
 * ``session call``: the same call on a 2025-11-25 session (``initialize`` first);
+* ``view call``: the stateless call through Django's own handler (``benchmarks.wsgi:view_application``), the
+  endpoint's view in the full request cycle;
+* ``django view``: the floor, a plain sync Django view doing the same JSON work (``benchmarks/views.py``)
+  in the same project, settings and middleware: what any Django view costs a WSGI worker;
 
 Each figure is the best of ``--repeat`` rounds of ``--requests`` calls, the cases taking turns
 within each round, so their ratio holds on a busy machine where absolute figures do not.
@@ -127,18 +131,23 @@ def main() -> int:
     django.setup()
     call_command("migrate", verbosity=0, interactive=False)
     from benchmarks.wsgi import application as app
+    from benchmarks.wsgi import view_application
 
     stateless = json.dumps(call(stateless=True)).encode()
     cases = {
         "stateless call": driver(app, stateless, STATELESS_HEADERS),
         "session call": driver(app, json.dumps(call()).encode(), session_headers(app)),
+        # The same view run by Django's own handler: URL resolving, middleware, request signals.
+        "view call": driver(view_application, stateless, STATELESS_HEADERS),
+        # The floor: a plain Django view doing the same JSON work (benchmarks/views.py), same project and settings.
+        "django view": driver(app, stateless, STATELESS_HEADERS, "/sync-view/"),
     }
     only = [o.strip() for o in (args.only or "").split(",") if o.strip()]
     cases = {name: run for name, run in cases.items() if not only or name in only}
     for name, run in cases.items():
         reply = run()
         text = json.loads(reply)["result"]["content"][0]["text"]
-        assert text == "echo-me", (name, reply[:300])
+        assert text == ("hello" if name == "django view" else "echo-me"), (name, reply[:300])  # the floor's fixed reply
 
     if args.profile:
         name, run = next(iter(cases.items()))

@@ -3,8 +3,10 @@
 Every server runs with the same number of worker processes (``--workers``, default 2) and
 exposes the same tool, ``echo(text) -> text``; the load is one ``tools/call`` per request:
 
-* ``ours-wsgi``      ``django_mcp.transports.wsgi.mcp_view`` under gunicorn sync workers
-                     (``benchmarks.settings_wsgi``), 2026-07-28 stateless and a 2025-11-25 session
+* ``ours-wsgi``      our WSGI wiring (``django_mcp.wsgi``: the endpoint's view code served directly) under
+                     gunicorn sync workers (``benchmarks.settings_wsgi``), 2026-07-28 stateless and a
+                     2025-11-25 session
+* ``ours-wsgi-view`` the same view run by Django's own handler (URL resolving, middleware, request signals)
 * ``ours-channels``  the Channels consumer (``tests.settings.asgi:application``) under uvicorn, same cases
 * ``django-mcp-server``  (PyPI) under gunicorn sync workers: a 2025-06-18 session (its only mode
                      besides stateless; the official SDK in JSON-response mode inside a DRF view)
@@ -362,7 +364,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--peers-venv", type=Path, default=Path(tempfile.gettempdir()) / "django-mcp-peers-venv")
-    parser.add_argument("--only", default="ours-wsgi,ours-channels,django-mcp-server,django-mcpz,django-view,bare-wsgi")
+    parser.add_argument(
+        "--only", default="ours-wsgi,ours-wsgi-view,ours-channels,django-mcp-server,django-mcpz,django-view,bare-wsgi"
+    )
     parser.add_argument("--client", choices=("python", "wrk"), default="python")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -396,6 +400,8 @@ def main() -> int:
     ours_env.pop("MCP_TEST_DB", None)
     for label, command, settings in (
         ("ours-wsgi", [str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:application"],
+         "benchmarks.settings_wsgi"),
+        ("ours-wsgi-view", [str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:view_application"],
          "benchmarks.settings_wsgi"),
         ("ours-channels", [str(BIN / "python"), "-m", "uvicorn", "--workers", workers, "--no-access-log",
                            "--log-level", "warning", "tests.settings.asgi:application"], "benchmarks.settings"),

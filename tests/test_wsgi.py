@@ -1,6 +1,10 @@
 """WSGI mode through real processes: ``django_mcp.transports.wsgi.mcp_view`` under gunicorn sync workers
 (two of them, sharing sessions through the database) and under Django's own ASGI handler
-(uvicorn, no Channels), driven by the official SDK client and by raw HTTP."""
+(uvicorn, no Channels), driven by the official SDK client and by raw HTTP.
+
+Under gunicorn each test runs twice: with the package's WSGI wiring (``django_mcp.wsgi:application``,
+the endpoint's requests served without Django's request cycle) and with Django's own handler
+(``tests.settings.wsgi:application``, the view inside the full cycle)."""
 
 from __future__ import annotations
 
@@ -33,12 +37,17 @@ def _stopped(server: LiveServer) -> None:
     assert "Traceback" not in log, log
 
 
-@pytest.fixture(scope="module")
-def gunicorn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+#: The two ways gunicorn serves the project: the package's wiring, and Django's own handler.
+ENTRIES = ["django_mcp.wsgi:application", "tests.settings.wsgi:application"]
+
+
+@pytest.fixture(scope="module", params=ENTRIES)
+def gunicorn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tmp = tmp_path_factory.mktemp("wsgi")
     # Kept connections, as the deployment guide has WSGI mode: the session reads run on the workers' own threads.
     env = server_env(tmp, settings="tests.settings.settings_wsgi", MCP_CONN_MAX_AGE="60")
-    server = start_wsgi_server(env, tmp / "gunicorn.log", "tests.settings.wsgi:application")
+    server = start_wsgi_server(env, tmp / "gunicorn.log", request.param)
+    server.entry = request.param  # type: ignore[attr-defined]
     yield server
     _stopped(server)
 
@@ -219,9 +228,10 @@ async def test_django_asgi_handler(tmp_path: Path, rec: Recorder) -> None:
 
 # -- OAuth --------------------------------------------------------------------------------------
 @pytest.mark.version_independent
-def test_oauth(tmp_path: Path) -> None:
+@pytest.mark.parametrize("entry", ["django_mcp.wsgi:application", "tests.oauth.wsgi:application"])
+def test_oauth(tmp_path: Path, entry: str) -> None:
     env = server_env(tmp_path, settings="tests.oauth.settings_wsgi")
-    server = start_wsgi_server(env, tmp_path / "gunicorn.log", "tests.oauth.wsgi:application")
+    server = start_wsgi_server(env, tmp_path / "gunicorn.log", entry)
     try:
         server.manage("shell", "-c", SETUP.format(password=PASSWORD))
         r = post(server, INIT)

@@ -288,6 +288,11 @@ def mcp_wsgi_view(request: HttpRequest) -> HttpResponse:
     return run(request)
 
 
+#: The server a sync view serves (None: ``django_mcp.site``): ``django_mcp.wsgi`` serves such a view's
+#: requests directly, without Django's request cycle around them.
+mcp_wsgi_view.mcp_wsgi_server = None  # type: ignore[attr-defined]
+
+
 @csrf_exempt
 async def mcp_view(request: HttpRequest) -> HttpResponse:
     """The MCP endpoint of ``django_mcp.site`` as an async view: Django's ASGI handler, or any handler."""
@@ -305,6 +310,7 @@ def mcp_view_for(server: MCPServer, *, wsgi: bool = False) -> Any:
         def sync_view(request: HttpRequest) -> HttpResponse:
             return run(request, server)
 
+        sync_view.mcp_wsgi_server = server  # type: ignore[attr-defined]  # see mcp_wsgi_view
         return sync_view
 
     @csrf_exempt
