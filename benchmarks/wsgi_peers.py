@@ -321,8 +321,9 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 CASE = "2026-07-28 tools/call"
-#: The speed issue's WSGI targets: ours ≥ 1.2x django-mcpz (same tool, same workers), the session path ≥ 0.8x stateless.
-TARGET_MCPZ, TARGET_SESSION = 1.2, 0.8
+#: The WSGI targets: ours ≥ 0.95x django-mcpz with the default settings on both (the one-front-end issue), ≥ 1.2x
+#: (the first speed issue's, same tool, same workers); the session path ≥ 0.8x stateless.
+TARGETS_MCPZ, TARGET_SESSION = (0.95, 1.2), 0.8
 
 
 def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
@@ -339,8 +340,12 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     lines = []
     if stateless and mcpz:
         ratio = stateless / mcpz
-        verdict = "PASS" if ratio >= TARGET_MCPZ else "FAIL"
-        lines.append(f"- {verdict} ours in WSGI mode, 2026-07-28, ≥ {TARGET_MCPZ}x django-mcpz: {ratio:.2f}x")
+        for target in TARGETS_MCPZ:
+            verdict = "PASS" if ratio >= target else "FAIL"
+            lines.append(f"- {verdict} ours in WSGI mode, 2026-07-28, ≥ {target}x django-mcpz: {ratio:.2f}x")
+    view = rps.get(("ours-wsgi-view", CASE))
+    if view and mcpz:
+        lines.append(f"- (for reference) the same view inside Django's request cycle: {view / mcpz:.2f}x django-mcpz")
     for label, what in (("django-view", "a plain Django view"), ("bare-wsgi", "a bare WSGI callable (no Django)")):
         floor = rps.get((label, CASE))
         if floor and mcpz:
