@@ -19,7 +19,6 @@ theirs (``runtime.sync_pool.recycle_connections``: ``CONN_MAX_AGE`` and broken c
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -31,8 +30,6 @@ from django.urls import Resolver404, get_resolver, set_script_prefix
 
 from .conf import mcp_settings
 from .protocol.versions import STATELESS_REVISIONS
-
-logger = logging.getLogger("django_mcp")
 
 StartResponse = Callable[..., Any]
 #: A path's view, not yet looked up.

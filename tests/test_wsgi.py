@@ -18,6 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.oauth.kit import PASSWORD, SETUP
+from tests.support.raw import META
 from tests.support.sdk import Recorder
 from tests.support.servers import LiveServer, server_env
 from tests.support.wsgi_server import start_wsgi_server
@@ -254,6 +255,70 @@ def test_oauth(tmp_path: Path, entry: str) -> None:
         assert post(server, call, **bob, **{"mcp-session-id": sid}).status_code == 404  # not bob's session
         assert httpx.delete(server.url, headers={**bob, "mcp-session-id": sid}).status_code == 404
         assert httpx.delete(server.url, headers={**alice, "mcp-session-id": sid}).status_code == 200
+    finally:
+        _stopped(server)
+
+
+_TWO_CLIENTS = """
+import io
+from django.core.management import call_command
+from oauth2_provider.models import Application
+for name in ("first", "second"):
+    Application.objects.create(name=name, client_type="public", authorization_grant_type="authorization-code",
+        redirect_uris="http://127.0.0.1:9/callback")
+for user, app in (("alice", "first"), ("alice", "second"), ("bob", "first")):
+    out = io.StringIO()
+    call_command("mcp_token", user=user, scope=["mcp"], application=app, resource=[{url!r}], stdout=out)
+    print(out.getvalue().strip())
+"""
+_REVOKE_ALICE_FIRST = """
+from django.contrib.auth.models import User
+from oauth2_provider.models import Application
+from django_mcp.auth.clients import revoke_user_tokens
+print(revoke_user_tokens([User.objects.get(username="alice").pk], [Application.objects.get(name="first").client_id]))
+"""
+_DISABLE_SECOND = """
+from oauth2_provider.models import Application
+from django_mcp.auth.clients import disable_clients
+print(disable_clients([Application.objects.get(name="second").client_id]))
+"""
+
+
+@pytest.mark.version_independent
+def test_the_wsgi_wiring_keeps_users_and_clients_apart(tmp_path: Path) -> None:
+    """The endpoint served without Django's request cycle keeps every refusal of the view: two users on
+    two OAuth clients, each session its owner's (user and client), a revoked token and a disabled client
+    refused on their next request while the others' go on."""
+    env = server_env(tmp_path, settings="tests.oauth.settings_wsgi")
+    server = start_wsgi_server(env, tmp_path / "gunicorn.log", "django_mcp.wsgi:application")
+    try:
+        server.manage("shell", "-c", SETUP.format(password=PASSWORD))
+        lines = server.manage("shell", "-c", _TWO_CLIENTS.format(url=server.url)).strip().splitlines()[-3:]
+        alice1, alice2, bob1 = ({"authorization": f"Bearer {token}"} for token in lines)
+        sessions = {name: initialize(server, **who) for name, who in (("a1", alice1), ("a2", alice2), ("b1", bob1))}
+        listing = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
+
+        def status(who: dict[str, str], session: str) -> int:
+            return post(server, listing, **who, **{"mcp-session-id": session}).status_code
+
+        assert status(alice1, sessions["a1"]) == 200
+        assert status(bob1, sessions["a1"]) == 404  # another user, the same client
+        assert status(alice2, sessions["a1"]) == 404  # the same user through another client
+        assert status(alice1, sessions["b1"]) == 404
+        # Revoking alice's tokens of "first": her next request through it is refused; her "second" and bob's go on.
+        assert server.manage("shell", "-c", _REVOKE_ALICE_FIRST).strip().splitlines()[-1] == "1"
+        refused = post(server, listing, **alice1, **{"mcp-session-id": sessions["a1"]})
+        assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["www-authenticate"]
+        assert status(alice2, sessions["a2"]) == 200 and status(bob1, sessions["b1"]) == 200
+        # Disabling "second": alice's token through it is refused at once; bob's through "first" still works.
+        assert server.manage("shell", "-c", _DISABLE_SECOND).strip().splitlines()[-1] == "1"
+        assert post(server, listing, **alice2, **{"mcp-session-id": sessions["a2"]}).status_code == 401
+        assert status(bob1, sessions["b1"]) == 200
+        # Stateless calls go through the same checks.
+        modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+        body = {"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": META}}
+        assert post(server, body, **bob1, **modern).status_code == 200
+        assert post(server, body, **alice2, **modern).status_code == 401
     finally:
         _stopped(server)
 
