@@ -5,8 +5,9 @@
 (``path("", include("django_mcp.urls_wsgi"))``). A request for ``ENDPOINT`` that the URLconf routes to
 that view is handed to the view's own code (``transports.wsgi.run``) without Django's request cycle
 around it: no URL resolving per request, no ``MIDDLEWARE``, no ``ATOMIC_REQUESTS`` transaction, no
-``request_started``/``request_finished`` receivers. That is how the ASGI wiring serves the endpoint (Channels, ``django_mcp.asgi``), and it
-is most of what a WSGI request costs beyond the call (docs/performance.md). The project's
+``request_started``/``request_finished`` receivers. That is how the ASGI wiring serves the endpoint
+(Channels, ``django_mcp.asgi``), and it is most of what a WSGI request costs beyond the call
+(docs/performance.md). The project's
 middleware still runs around each call (``PROJECT_MIDDLEWARE``); the endpoint's own guards (Host,
 Origin, OAuth, sizes) are the view's. Everything else goes to Django's ``WSGIHandler``: the
 project's pages, the OAuth views, the endpoint under another path, and a browser's visit to the
