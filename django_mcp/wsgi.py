@@ -30,7 +30,6 @@ from django.core.wsgi import get_wsgi_application as django_wsgi
 from django.urls import Resolver404, get_resolver, set_script_prefix
 
 from .conf import mcp_settings
-from .protocol.versions import STATELESS_REVISIONS
 
 StartResponse = Callable[..., Any]
 #: A path's view, not yet looked up.
@@ -77,12 +76,11 @@ class EndpointWSGI:
 
     def _serve(self, server: Any, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         from .runtime.sync_pool import recycle_connections  # reason: needs the app registry (models)
-        from .transports.wsgi import run  # reason: as above
+        from .transports.wsgi import reads_session_here, run  # reason: as above
 
         set_script_prefix(get_script_name(environ))  # reverse() in a tool, as under Django's handler
         request = WSGIRequest(environ)
-        session = environ.get("HTTP_MCP_SESSION_ID")
-        reads_here = bool(session) and environ.get("HTTP_MCP_PROTOCOL_VERSION") not in STATELESS_REVISIONS
+        reads_here = reads_session_here(environ)
         try:
             response = run(request, None if server is _DEFAULT else server)
         except Exception as exc:  # noqa: BLE001 - what the view could not answer: Django's 500, logged as Django does

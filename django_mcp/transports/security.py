@@ -72,7 +72,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def unauthenticated_refusal(scope: dict[str, Any], headers: dict[bytes, bytes] | None = None) -> str | None:
+def unauthenticated_refusal(scope: dict[str, Any], headers: dict[bytes, bytes]) -> str | None:
     """Why a request may not use development mode (``AUTH = "none"``), or None when it may.
 
     Without authentication the endpoint answers only on loopback: the address the
@@ -80,7 +80,7 @@ def unauthenticated_refusal(scope: dict[str, Any], headers: dict[bytes, bytes] |
     must both be loopback, and a request relayed by a proxy or a tunnel (it carries
     ``Forwarded``/``X-Forwarded-For``) is refused too, since its real client is
     elsewhere. A scope without addresses comes from an in-process test client. ``headers``: the
-    request's headers by lower-case name, when the caller has them (one set lookup, not a scan).
+    request's headers by lower-case name (one set lookup, not a scan of the scope's list).
     """
     if mcp_settings.AUTH != "none":
         return None
@@ -89,11 +89,7 @@ def unauthenticated_refusal(scope: dict[str, Any], headers: dict[bytes, bytes] |
         return "Forbidden: AUTH 'none' (development mode) serves loopback only; set DJANGO_MCP['AUTH'] = 'oauth'"
     if client is not None and not is_loopback(client[0] if client else None):
         return "Forbidden: AUTH 'none' (development mode) answers loopback clients only"
-    if headers is not None:
-        proxied = not _FORWARDING_HEADERS.isdisjoint(headers)
-    else:
-        proxied = any(name.lower() in _FORWARDING_HEADERS for name, _ in scope.get("headers", ()))
-    if proxied:
+    if not _FORWARDING_HEADERS.isdisjoint(headers):
         return "Forbidden: AUTH 'none' (development mode) refuses proxied requests; set DJANGO_MCP['AUTH'] = 'oauth'"
     return None
 

@@ -262,6 +262,11 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
 _loops = threading.local()
 
 
+def reads_session_here(meta: dict[str, Any]) -> bool:
+    """Whether ``run`` reads this request's session on the calling thread (a handshake-era session id)."""
+    return bool(meta.get("HTTP_MCP_SESSION_ID")) and meta.get("HTTP_MCP_PROTOCOL_VERSION") not in STATELESS_REVISIONS
+
+
 def run(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     """``serve`` from sync code, on an event loop this thread keeps (a WSGI worker's thread).
 
@@ -272,9 +277,9 @@ def run(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     loop: asyncio.AbstractEventLoop | None = getattr(_loops, "loop", None)
     if loop is None or loop.is_closed():
         loop = _loops.loop = asyncio.new_event_loop()
-    sid = request.META.get("HTTP_MCP_SESSION_ID")
-    if not sid or request.META.get("HTTP_MCP_PROTOCOL_VERSION") in STATELESS_REVISIONS:
+    if not reads_session_here(request.META):
         return loop.run_until_complete(serve(request, server))
+    sid = request.META["HTTP_MCP_SESSION_ID"]
     token = prefetched.set(prefetch(sid))  # the session read on this thread, before the loop (sessions.prefetch)
     try:
         return loop.run_until_complete(serve(request, server))
