@@ -29,6 +29,9 @@ from tests.support.browser import callback as callback  # the shared fixtures
 from tests.support.browser import need_chromium
 from tests.support.browser import page as page
 
+#: own_config: the sign-in and consent pages work the same on any database and layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 CLIENT_NAME = "Browser Test Client"
 
 

@@ -22,6 +22,9 @@ from django.test import override_settings
 from django_mcp.checks import check_development_mode
 from tests.support.servers import ROOT, _reachable, free_port, migrate_database, server_env
 
+#: own_config: development mode's rules do not depend on the database or the layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 ACCEPT = "application/json, text/event-stream"
 INIT = {
     "jsonrpc": "2.0",

@@ -26,6 +26,9 @@ from tests.support.node import TS_CLIENT, need_ts, run_ts
 from tests.support.seeds import CATALOG_SETUP as SETUP
 from tests.support.servers import LiveServer, server_env, start_server
 
+#: own_config: the SDK clients check result shapes, the same on any database and layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+#: own_config: the heap a worker freezes does not depend on the database or the layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 ROOT = Path(__file__).resolve().parent.parent
 
 ASGI = """

@@ -27,6 +27,10 @@ from tests.oauth.kit import (  # noqa: F401  (fixtures)
     token,
 )
 
+#: own_config: OAuth's rules are django-oauth-toolkit's and ours, the same on any database and layer
+#: pg-redis skips it.
+pytestmark = pytest.mark.own_config
+
 
 @pytest.fixture
 async def alice(oauth_server: OAuthServer) -> Any:

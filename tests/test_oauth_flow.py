@@ -30,6 +30,9 @@ from tests.oauth.kit import (  # noqa: F401  (fixtures)
     oauth_server,
 )
 
+#: own_config: the SDK's OAuth flow runs the same on any database and layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 
 @pytest.fixture
 async def browser(oauth_server: OAuthServer) -> Any:

@@ -20,6 +20,9 @@ from tests.oauth.kit import (  # noqa: F401  (fixtures)
     stop_oauth_server,
 )
 
+#: own_config: introspection asks another server over HTTP, the same on any database and layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 
 @pytest.fixture(scope="module")
 def resource_server(oauth_server: OAuthServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthServer]:

@@ -420,20 +420,20 @@ def test_registration_rate_limit(tmp_path_factory: pytest.TempPathFactory) -> No
     tmp = tmp_path_factory.mktemp("oauth-rate")
     # One worker: its own in-process cache, so no other run's count in a shared Redis can leak in.
     # The [count, seconds] form of earlier releases still reads as one rate.
-    server = start_oauth_server(tmp, MCP_REGISTRATION_RATE="3,120", MCP_TEST_LAYER="memory")
+    server = start_oauth_server(tmp, MCP_REGISTRATION_RATE="3,86400", MCP_TEST_LAYER="memory")
     try:
         iat = server.live.manage(
             "mcp_client", "initial-token", "--scopes", "mcp", "--service-user", "bob", "--uses", "0"
         ).strip()
         import time
 
-        if time.time() % 120 > 100:  # the count is a fixed 120 s window: all five calls fall in one
-            time.sleep(120 - time.time() % 120 + 0.5)
+        if time.time() % 86400 > 86380:  # the count is a fixed window of a day: all five calls fall in one
+            time.sleep(86400 - time.time() % 86400 + 0.5)
         statuses = [register(server).status_code for _ in range(3)]
         assert statuses == [201, 201, 201]
         over = register(server)
         assert over.status_code == 429, over.text
-        assert 1 <= int(over.headers["Retry-After"]) <= 120
+        assert 1 <= int(over.headers["Retry-After"]) <= 86400
         bad = register(server, grant_types=["client_credentials"])  # still counted, still refused
         assert bad.status_code == 429
         trusted = httpx.post(
@@ -517,7 +517,7 @@ def test_registration_rate_limit_holds_across_workers(tmp_path_factory: pytest.T
             layer="redis",
             settings="tests.oauth.settings",
             MCP_REDIS_URL=f"redis://127.0.0.1:{port}/1",
-            MCP_REGISTRATION_RATE="4/5 minutes",
+            MCP_REGISTRATION_RATE="4/day",
         )
         workers.append(start_server(env, tmp / "a.log", app="tests.oauth.asgi:application"))
         workers.append(start_server(env, tmp / "b.log", migrate=False, app="tests.oauth.asgi:application"))
@@ -527,8 +527,8 @@ def test_registration_rate_limit_holds_across_workers(tmp_path_factory: pytest.T
             return httpx.post(worker.base + "/oauth/register/", json=body, timeout=30)
 
         a, b = workers
-        if time.time() % 300 > 270:  # the count is a fixed 300 s window: all six calls must fall in one
-            time.sleep(300 - time.time() % 300 + 0.5)
+        if time.time() % 86400 > 86370:  # the count is a fixed window of a day: all six calls must fall in one
+            time.sleep(86400 - time.time() % 86400 + 0.5)
         assert [reg(w).status_code for w in (a, b, a, b)] == [201] * 4
         # Each worker alone has seen only two: the fifth and sixth are refused on both.
         for w in (a, b):

@@ -35,6 +35,9 @@ from tests.support.servers import served_cleanly as conftest_served_cleanly
 from tests.support.servers import server_env
 from tests.support.wsgi_server import start_wsgi_server
 
+#: own_config: URL prefixes do not depend on the database or the layer (pg-redis skips it).
+pytestmark = pytest.mark.own_config
+
 PREFIX = "/plugins/mcp/"
 #: The audience of the newest access token of a user (the ``resource`` it was issued for).
 AUDIENCE = """

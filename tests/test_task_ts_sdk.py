@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.node import TS_SDK, need_ts, run_ts
 from tests.support.servers import server_env, start_server, start_task_worker
+
+#: own_config: what the TypeScript client sees of a task; tasks on PostgreSQL are test_tasks_live's (pg-redis skips it).
+pytestmark = pytest.mark.own_config
 
 
 def test_typescript_sdk_runs_tasks(tmp_path: Path) -> None:
