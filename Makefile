@@ -132,7 +132,7 @@ LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands dr
 	example_project example_project_client hot_path listen_access mcp_clients_endpoint mcp_inspect \
 	model_resources id_jag oauth_attacks oauth_flow oauth_introspection oauth_oidc_login oauth_security oauth_swapped perf_paths \
 	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
-	audit_live limits_live switches_live telemetry large_project jwt_resource_server token_cache
+	audit_live limits_live switches_live telemetry large_project jwt_resource_server token_cache ui_browser gc_freeze
 DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
 # Within the end-to-end files the 6.x passes do run, tests marked version_independent (this package's own rules
 # through a live server: revocation, connection rules, bad options...) run on 5.2 only, like LIVE_ELSEWHERE.
@@ -151,11 +151,11 @@ django61: node browser
 
 # 6.0 runs the tests that run in process and the admin pages in Chromium; the end-to-end files 6.1 runs beside
 # them (a real server per serving mode, the live Django integrations: URL prefixes, the project's tokens and
-# middleware, DRF's lazy schema, the ops commands, MCP Apps in Chromium) run on the oldest and the newest Django,
+# middleware, DRF's lazy schema, the ops commands) run on the oldest and the newest Django,
 # 5.2 and 6.1, not again on the one between. So do the task durability tests (kill -9 and SIGTERM of db_worker).
 # The docs' project installs the newest Django into a virtualenv of its own: on Python 3.12 as on 3.13 that is
 # the Django 6.1 that the 6.1 pass already built it with.
-DJANGO61_ONLY := stdio wsgi sdk_client ui_browser prefix ops_live project_tokens drf_lazy project_middleware \
+DJANGO61_ONLY := stdio wsgi sdk_client prefix ops_live project_tokens drf_lazy project_middleware \
 	runserver_reload db_worker_start drf_sdk_validation asgi_entry dev_mode tasks_live docs_project
 # This pass also runs the oldest supported django-filter and DRF, without drf-spectacular (DRF tools' schemas then
 # come from DRF's own inspector); 6.1 runs the newest of each, with it.
