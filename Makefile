@@ -122,8 +122,8 @@ pg-redis: venv node browser
 	MCP_TEST_DB=postgres MCP_TEST_LAYER=redis $(TIMED) pg-redis $(BIN)/pytest $(PYTEST_OPTS) --junitxml=$(JUNIT)/pg-redis.xml $(XDIST) \
 		-m "not production and not conformance and not own_config"
 
-# Django 6.1 (Python 3.13) and 6.0 (Python 3.12); the default venv has Django 5.2 LTS. On each: the tests that run
-# in process, one end-to-end file per serving mode (the SDK client against daphne, WSGI under gunicorn and
+# Django 6.1 (Python 3.13) and 6.0 (Python 3.12); the default venv has Django 5.2 LTS. On 6.1 (6.0: below): the tests
+# that run in process, one end-to-end file per serving mode (the SDK client against daphne, WSGI under gunicorn and
 # uvicorn, stdio, legacy SSE in dev mode, tasks on a real db_worker with native django.tasks), and the package's
 # admin pages in Chromium (test_audit_browser, test_admin_browser: the admin's templates and CSS change with
 # Django). The other live-server files exercise the same code through the network, which does not depend on
