@@ -133,7 +133,9 @@ LIVE_ELSEWHERE := access atomic bad_input browser_oauth context demo_commands dr
 	model_resources id_jag oauth_attacks oauth_flow oauth_introspection oauth_oidc_login oauth_security oauth_swapped perf_paths \
 	stdio_auth streams_sessions sync_pool task_notifications task_ts_sdk template_prompts view_tools workers \
 	audit_live limits_live switches_live telemetry large_project jwt_resource_server token_cache ui_browser gc_freeze
-DJANGO6X_IGNORE := $(foreach name,$(LIVE_ELSEWHERE),--ignore=tests/test_$(name).py)
+# $(call ignore,NAMES): pytest's --ignore of tests/test_NAME.py for each name.
+ignore = $(foreach name,$(1),--ignore=tests/test_$(name).py)
+DJANGO6X_IGNORE := $(call ignore,$(LIVE_ELSEWHERE))
 # Within the end-to-end files the 6.x passes do run, tests marked version_independent (this package's own rules
 # through a live server: revocation, connection rules, bad options...) run on 5.2 only, like LIVE_ELSEWHERE.
 DJANGO6X_TESTS := $(PYTEST_OPTS) $(XDIST) -m "not production and not conformance and not version_independent" \
@@ -170,7 +172,7 @@ django60: node browser
 	$(VENV60)/bin/uv pip uninstall -q --python $(VENV60)/bin/python drf-spectacular
 	$(VENV60)/bin/python -m django --version
 	$(TIMED) django60 $(VENV60)/bin/pytest $(DJANGO6X_TESTS) --junitxml=$(JUNIT)/django60.xml \
-		$(foreach name,$(DJANGO61_ONLY),--ignore=tests/test_$(name).py)
+		$(call ignore,$(DJANGO61_ONLY))
 
 # Everything CI runs; the time of each step is printed as it ends and all of them again at the end.
 test:

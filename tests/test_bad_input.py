@@ -16,8 +16,8 @@ from django_mcp.protocol import cursor
 from tests.support.raw import ACCEPT, META, Raw, error_of, sse_messages
 from tests.support.servers import LiveServer
 
-#: own_config: refusals come from the transport and the protocol checks, the same on any database and layer
-#: pg-redis skips it.
+#: own_config: refusals come from the transport and the protocol checks, the same on any database and
+#: layer (pg-redis skips it).
 pytestmark = pytest.mark.own_config
 
 

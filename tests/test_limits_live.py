@@ -38,6 +38,7 @@ from tests.support.servers import (
     stop_process,
 )
 from tests.support.task_client import ACCEPT, TASKS, Modern
+from tests.support.windows import within_one_window
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -177,9 +178,7 @@ def two_workers(tmp_path: Path, redis: None) -> Iterator[list[LiveServer]]:
 
 @pytest.mark.own_config  # the layer and cache it counts in are picked (Redis); anonymous calls touch no table
 def test_two_daphne_workers_sharing_redis_count_one_budget(two_workers: list[LiveServer]) -> None:
-    window = 3600
-    if window - time.time() % window < 60:  # not across the hour: the count would start again
-        time.sleep(window - time.time() % window + 1)
+    within_one_window(3600, 60)  # not across the hour: the count would start again
 
     async def alternate() -> list[httpx.Response]:
         async with httpx.AsyncClient(timeout=60) as http:

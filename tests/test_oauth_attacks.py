@@ -27,8 +27,8 @@ from tests.oauth.kit import (  # noqa: F401  (fixtures)
     token,
 )
 
-#: own_config: OAuth's rules are django-oauth-toolkit's and ours, the same on any database and layer
-#: pg-redis skips it.
+#: own_config: OAuth's rules are django-oauth-toolkit's and ours, the same on any database and
+#: layer (pg-redis skips it).
 pytestmark = pytest.mark.own_config
 
 

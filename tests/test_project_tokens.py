@@ -24,8 +24,8 @@ from tests.oauth.kit import INIT, MINT, PASSWORD, OAuthServer, mcp_post, start_o
 from tests.support.servers import server_env
 from tests.support.wsgi_server import start_wsgi_server
 
-#: own_config: a project's token check is its own authentication class, the same on any database and layer
-#: pg-redis skips it.
+#: own_config: a project's token check is its own authentication class, the same on any database and
+#: layer (pg-redis skips it).
 pytestmark = pytest.mark.own_config
 
 #: DRF authtoken keys (40 characters) and the project's ApiToken keys, made by ``SETUP``.
