@@ -142,6 +142,48 @@ async def test_async_to_sync_from_a_sync_tool_reaches_the_event_loop(pool_server
     assert reply.result["content"][0]["text"] == "reported", reply
 
 
+async def test_a_caller_that_stops_waiting_cancels_what_its_call_reached_back_for() -> None:
+    """A sync call blocked in ``async_to_sync`` on the caller's loop: cancelling the caller cancels that
+    coroutine too, so the thread comes free at once instead of when the coroutine would have ended."""
+    import threading
+
+    from asgiref.sync import async_to_sync
+
+    from django_mcp.runtime.sync_pool import run_sync
+
+    reached = asyncio.Event()
+    seen: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    async def forever() -> None:
+        loop.call_soon(reached.set)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    def blocked() -> str:
+        try:
+            async_to_sync(forever)()
+        except asyncio.CancelledError:
+            return "freed"
+        return "ran out"
+
+    call = asyncio.ensure_future(run_sync(blocked))
+    await asyncio.wait_for(reached.wait(), 5)
+    started = loop.time()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    for _ in range(100):
+        if seen:
+            break
+        await asyncio.sleep(0.02)
+    assert seen == ["cancelled"] and loop.time() - started < 2, seen
+    assert threading.current_thread() is threading.main_thread()
+
+
 # -- connections between calls -----------------------------------------------------------------------------
 def test_a_healthy_sqlite_connection_is_kept_a_failed_or_unfinished_one_closed(
     tmp_path: Path, django_db_blocker: Any
@@ -228,26 +270,28 @@ def _unreachable() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_plain_read_hop_is_the_same_pool_and_request_cycle() -> None:
-    """``read_bookkeeping`` (WSGI mode's per-request session read) skips asgiref's ``SyncToAsync``, nothing else:
-    the bookkeeping pool's thread and its kept or closed connection, the caller's contextvars, and a database
-    that cannot serve still reported as ``DatabaseUnavailable`` (503), not a 500."""
+async def test_a_pool_call_sees_the_callers_contextvars_and_keeps_its_own() -> None:
+    """A pool call runs in a copy of the caller's context: it reads what the caller set, and what it sets
+    stays in the call (asgiref's ``sync_to_async`` copied it back); one thread, its kept or closed
+    connection, and a database that cannot serve reported as ``DatabaseUnavailable`` (503), not a 500."""
     import contextvars
 
     from django.conf import settings
     from django.test import override_settings
 
-    from django_mcp.runtime.sync_pool import read_bookkeeping, run_bookkeeping
+    from django_mcp.runtime.sync_pool import run_bookkeeping
     from django_mcp.runtime.unavailable import DatabaseUnavailable
 
     marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="")
     marker.set("from the caller")
     with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_BOOKKEEPING_WORKERS": 1}):  # one thread
         await run_bookkeeping(_connection_state)
-        kept, thread, vendor = await read_bookkeeping(_connection_state)
+        kept, thread, vendor = await run_bookkeeping(_connection_state)
         _, same_thread, _ = await run_bookkeeping(_connection_state)
-        assert await read_bookkeeping(marker.get) == "from the caller"
+        assert await run_bookkeeping(marker.get) == "from the caller"
+        await run_bookkeeping(marker.set, "from the call")
+        assert marker.get() == "from the caller"
         with pytest.raises(DatabaseUnavailable):
-            await read_bookkeeping(_unreachable)
+            await run_bookkeeping(_unreachable)
     assert same_thread == thread
     assert kept == (vendor == "sqlite"), (kept, vendor)

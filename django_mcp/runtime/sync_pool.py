@@ -14,10 +14,11 @@ session query, and that thread kept a connection a database restart had broken.
 Each call runs ``close_old_connections()`` before and after, as Django does around
 a request: ``CONN_MAX_AGE`` and ``CONN_HEALTH_CHECKS`` are honoured and a broken
 connection is dropped, so the next call reconnects. Except on SQLite
-(``recycle_connections``): a healthy connection stays open. asgiref runs the call: the
-caller's contextvars (the active translation, anything set by middleware) are
-copied in and back, and ``async_to_sync`` inside a sync tool reaches back into the
-event loop. A database that cannot serve surfaces as ``DatabaseUnavailable``.
+(``recycle_connections``): a healthy connection stays open. The caller's contextvars (the
+active translation, anything set by middleware) are copied in; what the call sets stays
+in the call. ``async_to_sync`` inside a sync tool reaches back into the event loop, and a
+caller that stops waiting cancels what it reached back for, as under asgiref's
+``sync_to_async``. A database that cannot serve surfaces as ``DatabaseUnavailable``.
 
 Under an ``async_to_sync`` caller (a sync tool reaching back into the loop, or a test
 driving the server in process) a call stays on that caller's thread, as asgiref's
@@ -31,12 +32,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
+from asgiref.sync import AsyncToSync, SyncToAsync, _restore_context, sync_to_async
 from django.core.signals import setting_changed
 from django.db import DatabaseError, close_old_connections, connections
 
@@ -77,6 +79,35 @@ def _request_cycle(fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str
             pass
 
 
+def _in_thread(
+    loop: asyncio.AbstractEventLoop,
+    reached: list[asyncio.Task[Any]],
+    context: contextvars.Context,
+    fn: Callable[..., R],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> R:
+    """On a pool thread: the call in the caller's context, able to ``async_to_sync`` back into ``loop``.
+
+    Why not asgiref's ``SyncToAsync``: it costs a sync call ~60 µs of CPU more (a task around its
+    coroutine, the context compared and copied back to the caller). What ``async_to_sync`` needs from
+    it is the thread-local below: the loop to reach back into, and where to note the task it starts
+    there, so that a caller that stops waiting cancels it (``Pool._run``).
+    """
+    local = SyncToAsync.threadlocal
+    local.main_event_loop = loop
+    local.main_event_loop_pid = os.getpid()
+    local.task_context = reached
+    return context.run(_rehomed, context, fn, args, kwargs)
+
+
+def _rehomed(context: contextvars.Context, fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+    """Inside the caller's context: asgiref's ``Local`` storage (Django's active translation) moved to this
+    thread as asgiref moves it (it hides storage a thread did not receive through asgiref), then the call."""
+    _restore_context(context)
+    return _request_cycle(fn, args, kwargs)
+
+
 def _settle(done: asyncio.Future[Any], gate: asyncio.Semaphore) -> None:
     """A pool call ended: free its slot, and collect an outcome nobody waits for any more."""
     gate.release()
@@ -92,18 +123,16 @@ class Pool:
         self.size_setting = size_setting
         self.gated = gated
         self._executor: ThreadPoolExecutor | None = None
-        self._call: SyncToAsync[Any, Any] | None = None
         self._gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
         self.size = 0
 
-    def _runner(self) -> SyncToAsync[Any, Any]:
-        if self._call is None:
+    def _threads(self) -> ThreadPoolExecutor:
+        if self._executor is None:
             self.size = max(1, int(getattr(mcp_settings, self.size_setting)))
             self._executor = ThreadPoolExecutor(self.size, thread_name_prefix=f"mcp-{self.name}")
-            self._call = SyncToAsync(_request_cycle, thread_sensitive=False, executor=self._executor)
-        return self._call
+        return self._executor
 
     def _gate(self) -> asyncio.Semaphore:
         """One admission gate per event loop (tests and stdio may run several loops)."""
@@ -118,32 +147,19 @@ class Pool:
 
         A plain function returning ``_run``'s coroutine: no second coroutine frame on every call.
         """
-        return self._run(fn, args, kwargs, plain=False)
+        return self._run(fn, args, kwargs)
 
-    def run_plain(self, fn: Callable[..., R], /, *args: Any) -> Coroutine[Any, Any, R]:
-        """``run`` for a short call that neither sets a contextvar the caller needs back nor calls
-        ``async_to_sync``: on an ungated pool, a plain executor hop with the caller's contextvars copied in.
-
-        Why: asgiref's ``SyncToAsync`` costs about 40 µs of CPU a call more than ``run_in_executor``
-        (its thread context for ``async_to_sync``, the context copied back); WSGI mode pays a hop
-        for its session read on every request. Same pool, same request cycle, same error mapping.
-        """
-        return self._run(fn, args, {}, plain=True)
-
-    async def _run(self, fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any], *, plain: bool) -> R:
+    async def _run(self, fn: Callable[..., R], args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+        reached: list[asyncio.Task[Any]] = []
         try:
             if getattr(AsyncToSync.executors, "current", None) is not None:  # a sync caller owns a thread
                 result: R = await sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
                 return result
-            call = self._runner()
+            executor = self._threads()
+            loop = asyncio.get_running_loop()
+            context = contextvars.copy_context()
             if not self.gated:
-                if plain:
-                    context = contextvars.copy_context()
-                    loop = asyncio.get_running_loop()
-                    result = await loop.run_in_executor(self._executor, context.run, _request_cycle, fn, args, kwargs)
-                else:
-                    result = await call(fn, args, kwargs)
-                return result
+                return await loop.run_in_executor(executor, _in_thread, loop, reached, context, fn, args, kwargs)
             gate = self._gate()
             if gate.locked():
                 try:
@@ -155,13 +171,16 @@ class Pool:
             # The gate opens when the thread is done, not when the caller stops waiting: a cancelled
             # call's thread runs on, and releasing early would admit more callers than free threads.
             try:
-                work = asyncio.ensure_future(call(fn, args, kwargs))
+                work = loop.run_in_executor(executor, _in_thread, loop, reached, context, fn, args, kwargs)
             except BaseException:
                 gate.release()
                 raise
             work.add_done_callback(lambda done: _settle(done, gate))
-            result = await asyncio.shield(work)
-            return result
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            for task in reached:  # what the call reached back into the loop for
+                task.cancel()
+            raise
         except Exception as exc:
             mapped = database_error(exc)
             if mapped is None or mapped is exc:
@@ -180,7 +199,7 @@ class Pool:
         """Forget the executor (new size on next use); running calls finish on the old threads."""
         if self._executor is not None:
             self._executor.shutdown(wait=False)
-        self._executor = self._call = None
+        self._executor = None
         self._gates = weakref.WeakKeyDictionary()
 
 
@@ -201,11 +220,6 @@ def in_user_pool(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
 async def run_bookkeeping(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
     """Run the package's own database work in ``bookkeeping_pool``."""
     return await bookkeeping_pool.run(fn, *args, **kwargs)
-
-
-async def read_bookkeeping(fn: Callable[..., R], /, *args: Any) -> R:
-    """``run_bookkeeping`` for a plain read that never reaches back into the loop (``Pool.run_plain``)."""
-    return await bookkeeping_pool.run_plain(fn, *args)
 
 
 async def drop_shared_connections() -> None:
@@ -233,7 +247,6 @@ __all__ = [
     "bookkeeping_pool",
     "drop_shared_connections",
     "in_user_pool",
-    "read_bookkeeping",
     "recycle_connections",
     "run_bookkeeping",
     "run_sync",

@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from ..conf import mcp_settings
 from ..models import MCPSession
-from ..runtime.sync_pool import read_bookkeeping, run_bookkeeping
+from ..runtime.sync_pool import run_bookkeeping
 from ..runtime.unavailable import Unavailable
 from .hub import hub, long_lived, session_group
 from .lru import LRU
@@ -289,7 +289,7 @@ class SessionStore:
         else:
             now = timezone.now()
             idle = now - timedelta(seconds=mcp_settings.SESSION_IDLE_TIMEOUT)
-            row = await read_bookkeeping(live_session, sid, idle)
+            row = await run_bookkeeping(live_session, sid, idle)
         if row is None:
             return None
         if now - row.last_seen >= timedelta(seconds=mcp_settings.SESSION_REVALIDATE_INTERVAL) and not await self._touch(
