@@ -92,7 +92,9 @@ def _in_thread(
     Why not asgiref's ``SyncToAsync``: it costs a sync call ~60 µs of CPU more (a task around its
     coroutine, the context compared and copied back to the caller). What ``async_to_sync`` needs from
     it is the thread-local below: the loop to reach back into, and where to note the task it starts
-    there, so that a caller that stops waiting cancels it (``Pool._run``).
+    there, so that a caller that stops waiting cancels it (``Pool._run``). Those are asgiref's own names
+    (``SyncToAsync.threadlocal`` and, below, ``_restore_context``): ``tests/test_sync_pool.py`` fails if a
+    release of asgiref changes them.
     """
     local = SyncToAsync.threadlocal
     local.main_event_loop = loop
