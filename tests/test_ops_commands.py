@@ -110,6 +110,8 @@ def test_audit_calls_filter_by_time_user_client_target_outcome_and_method(people
     assert targets("--status", "tool_error", "--outcome", "refused") == ["test://static/hello", "square"]
     assert targets("--method", "resources/read") == ["test://static/hello"]
     assert targets("--limit", "2") == ["test://static/hello", "square"]
+    record(at=now - timedelta(days=5), target="in a session", session="-Ab3" + secrets.token_urlsafe(32)[4:])
+    assert targets("--session=-Ab3") == ["in a session"]  # a prefix beginning with "-" goes after "="
     row = json.loads(run("mcp_audit", "calls", "--format", "json", "--method", "resources/read"))[0]
     assert row["http_status"] == 403 and row["outcome"] == "refused" and row["user"] == ""
     assert "arguments" not in row  # payloads only with --payload
@@ -346,14 +348,15 @@ def test_session_errors_unknown_short_and_ambiguous_prefixes(people: tuple[Any, 
 
 def test_task_list_and_cancel_as_the_admin_does(people: tuple[Any, Any]) -> None:
     alice, bob = people
-    t1, t2 = make_task(user=alice), make_task(user=bob, tool="other")
+    # One id in 64 begins with "-", as t1's does here: the command takes ids after "--", as its help says.
+    t1, t2 = make_task(user=alice, id="-" + secrets.token_urlsafe(32)[1:]), make_task(user=bob, tool="other")
     done = make_task(MCPTask.COMPLETED, user=alice, finished=timezone.now())
     rows = json.loads(run("mcp_task", "list", "--format", "json"))
     assert {r["task"] for r in rows} == {t.pk[:16] for t in (t1, t2, done)}
     assert t1.pk not in run("mcp_task", "list")
     bobs = json.loads(run("mcp_task", "list", "--active", "--user", "bob", "--format", "json"))
     assert [r["task"] for r in bobs] == [t2.pk[:16]]
-    assert run("mcp_task", "cancel", t1.pk[:10], done.pk[:10]) == "Cancelled 1 task.\n"  # the finished one stays
+    assert run("mcp_task", "cancel", "--", t1.pk[:10], done.pk[:10]) == "Cancelled 1 task.\n"  # the finished one stays
     assert MCPTask.objects.get(pk=t1.pk).status == MCPTask.CANCELLED
     assert MCPTask.objects.get(pk=done.pk).status == MCPTask.COMPLETED
     assert run("mcp_task", "cancel", "--tool", "other") == "Cancelled 1 task.\n"

@@ -64,7 +64,11 @@ class Command(BaseCommand):
         )
         calls.add_argument("--method", metavar="METHOD", help="tools/call, resources/read or prompts/get.")
         calls.add_argument("--transport", metavar="NAME", help="http, wsgi, stdio, sse, browser, task.")
-        calls.add_argument("--session", metavar="PREFIX", help="Calls of the session whose id begins so (8 chars).")
+        calls.add_argument(
+            "--session",
+            metavar="PREFIX",
+            help="Calls of the session whose id begins so (8 chars; --session=PREFIX when it begins with -).",
+        )
         calls.add_argument("--task", metavar="TASK_ID", help="Calls that ran or created this MCP task (its id).")
         calls.add_argument(
             "--limit", type=int, default=100, help=f"Rows at most (default 100; 0: up to {MAX_LIMIT:,})."
