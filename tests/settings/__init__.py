@@ -86,7 +86,12 @@ else:
             "NAME": os.environ.get("MCP_SQLITE", os.path.join(BASE_DIR, "..", ".test-db.sqlite3")),
             "TEST": {"NAME": os.environ.get("MCP_SQLITE_TEST")},
             # Task workers and web workers write to one file: a writer waits up to 20 s for the lock.
-            "OPTIONS": {"timeout": 20},
+            # A test's own setup (LiveServer.manage("shell", ...)) takes the lock at BEGIN, so that its
+            # read-then-write transactions wait for the live server's writes instead of failing at once.
+            "OPTIONS": {
+                "timeout": 20,
+                **({"transaction_mode": "IMMEDIATE"} if os.environ.get("MCP_TEST_SETUP") else {}),
+            },
         }
     }
 

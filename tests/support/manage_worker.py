@@ -8,6 +8,10 @@ line: ``{"args": [...]}``) through ``call_command``, answering one JSON line (``
 ``returncode``, as the command's own process would have) after a marker, so that output a command
 writes past the redirection cannot be taken for an answer. Connections are closed after each
 command, as a process's exit would.
+
+A test's own setup (``shell -c``) begins its transactions ``IMMEDIATE`` on SQLite, as the settings do
+for a ``shell`` process (``MCP_TEST_SETUP``): its deletes and ``set()`` read, then write, and SQLite
+refuses such an upgrade at once, without the busy timeout, when the live server wrote meanwhile.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ def main() -> None:
 
     django.setup()
     from django.core.management import CommandError, call_command
-    from django.db import connections
+    from django.db import connection, connections
 
     out = sys.stdout
     for line in sys.stdin:
@@ -34,6 +38,9 @@ def main() -> None:
         stdout, stderr = io.StringIO(), io.StringIO()
         code = 0
         try:
+            if request["args"][:1] == ["shell"] and connection.vendor == "sqlite":
+                connection.ensure_connection()  # the mode is read from the settings on connecting
+                connection.transaction_mode = "IMMEDIATE"
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 call_command(*request["args"], stdout=stdout, stderr=stderr)
         except CommandError as exc:

@@ -30,6 +30,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 #: What precedes each answer of tests/support/manage_worker.py on its stdout (its MARKER).
 MANAGE_REPLY = "\x00mcp-manage-reply\x00"
+
+
+class ManageFailed(subprocess.CalledProcessError):
+    """A ``LiveServer.manage`` command that failed, its stderr in the message (a test's failure shows why)."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{str(self.stderr or '')[-4000:]}"
+
+
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # One id per pytest run: set by the controller at import, before xdist starts its workers (they inherit it).
@@ -92,22 +101,17 @@ class LiveServer:
     runner: Any = None  # the manage_worker process, started on first use
 
     def manage(self, *args: str, input: str | None = None) -> str:
-        """``manage.py <args>`` on this server's project and database: its stdout (CalledProcessError if it fails).
+        """``manage.py <args>`` on this server's project and database: its stdout (``ManageFailed`` if it fails).
 
         Run by one long-lived ``tests/support/manage_worker.py`` per server (a process start costs ~2.5 s of CPU);
         a command fed ``input``, or ``MCP_TEST_MANAGE_PROCESS=1``, gets a process of its own as before.
         """
+        cmd = [sys.executable, "-m", "django", *args]
         if input is not None or os.environ.get("MCP_TEST_MANAGE_PROCESS") == "1":
-            out = subprocess.run(
-                [sys.executable, "-m", "django", *args],
-                env=self.env,
-                cwd=self.cwd,
-                input=input,
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=60,
-            )
+            env = {**self.env, "MCP_TEST_SETUP": "1"} if args[:1] == ("shell",) else self.env
+            out = subprocess.run(cmd, env=env, cwd=self.cwd, input=input, capture_output=True, text=True, timeout=60)
+            if out.returncode:
+                raise ManageFailed(out.returncode, cmd, out.stdout, out.stderr)
             return out.stdout
         if self.runner is None or self.runner.poll() is not None:
             self.runner = subprocess.Popen(
@@ -129,8 +133,7 @@ class LiveServer:
         else:
             raise RuntimeError(f"manage_worker exited running {args}")
         if reply["returncode"]:
-            cmd = [sys.executable, "-m", "django", *args]
-            raise subprocess.CalledProcessError(reply["returncode"], cmd, reply["stdout"], reply["stderr"])
+            raise ManageFailed(reply["returncode"], cmd, reply["stdout"], reply["stderr"])
         return str(reply["stdout"])
 
     def stop(self) -> None:
