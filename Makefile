@@ -200,7 +200,7 @@ bench: venv bench-deps browser
 	status=0; \
 	$(BIN)/python benchmarks/run.py --uvloop || status=1; \
 	$(BIN)/python benchmarks/operations.py || status=1; \
-	$(BIN)/python benchmarks/wsgi_peers.py --only ours-wsgi,ours-wsgi-view,django-mcpz,django-view,bare-wsgi --client wrk || status=1; \
+	$(BIN)/python benchmarks/wsgi_peers.py --only ours-wsgi,ours-wsgi-view,django-mcpz,django-view,bare-wsgi --client wrk --pair-rounds 5 || status=1; \
 	$(BIN)/python benchmarks/drf_tool.py || status=1; \
 	$(BIN)/python benchmarks/deploy_stack.py || status=1; \
 	exit $$status

@@ -11,6 +11,9 @@ Servers, one at a time:
 * view   ``benchmarks.djangoview`` (Django async view, default middleware), on daphne and on uvicorn
 * sdk    ``benchmarks.sdk_server`` (the SDK's ``MCPServer``), stateless+JSON and stateful+SSE, on uvicorn
 
+Then, side by side (``--pair-rounds``, 5 by default): ours, the bare Starlette endpoint and the SDK on each
+uvicorn stack, all up at once and loaded in turn, a few seconds a case, the order rotating each round; the
+speed targets are judged by the medians of these rounds, which drift on a shared machine moves alike.
 Then the new-session rate (wrk POSTing ``initialize``) and memory per idle session
 (server RSS around 5,000 real ``initialize`` exchanges, and tracemalloc in-process).
 
@@ -271,6 +274,15 @@ UVLOOP_SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = (
     ),
 )
 UVICORN_STACKS = ("uvicorn", "uvicorn+uvloop")
+#: The side-by-side phase (``--pair-rounds``): on each uvicorn stack, ours, the bare Starlette endpoint and the
+#: SDK are up at once and loaded in turn at ``SPEED_CONNS`` connections, the order rotating each round. The rows
+#: above run minutes apart, and a shared machine moves a ratio of two of them by more than a target's margin;
+#: the speed targets are judged by the medians of these rounds.
+PAIRED_CASES = {
+    "ours": ("json call", "stateless call", "json sync call", "stateless sync call"),
+    "starlette": ("call", "sync call"),
+    "sdk-stateless": ("stateless call", "stateless sync call"),
+}
 
 
 @dataclass
@@ -458,6 +470,8 @@ class Bench:
         self.seconds: int = 3 if args.quick and args.duration is None else (args.duration or 10)
         self.connections: tuple[int, ...] = (16,) if args.quick else CONNECTIONS
         self.rows: list[Row] = []
+        #: The side-by-side rounds: each server and case's measurements, in order (``bench_side_by_side``).
+        self.rounds: dict[tuple[Spec, Case], list[Served]] = {}
         self.failures: list[str] = []
         self.memory = Memory()
         self.tmp = Path(tempfile.mkdtemp(prefix="django-mcp-bench-"))
@@ -486,6 +500,9 @@ class Bench:
         for spec, cases in specs:
             if self.selected(spec):
                 self.bench_server(spec, cases)
+        if self.args.pair_rounds:
+            for stack in UVICORN_STACKS if self.args.uvloop else UVICORN_STACKS[:1]:
+                self.bench_side_by_side(specs, stack)
         if self.selected(Spec("ours", "daphne", "")) and not self.args.skip_memory:
             self.measure_memory()
 
@@ -540,6 +557,69 @@ class Bench:
                 f"  p50 {row.p50_ms:7.2f} ms  p99 {row.p99_ms:7.2f} ms"
                 f"  {row.cpu_us:6.0f} µs CPU {row.switches:5.2f} cs a request{note}"
             )
+
+    def bench_side_by_side(self, specs: tuple[tuple[Spec, tuple[Case, ...]], ...], stack: str) -> None:
+        """``PAIRED_CASES`` on ``stack``: every server up at once, ``--pair-rounds`` rounds, each case once a round."""
+        chosen = [
+            (spec, [c for c in cases if c.name in PAIRED_CASES[spec.impl]])
+            for spec, cases in specs
+            if spec.server == stack and spec.impl in PAIRED_CASES and self.selected(spec)
+        ]
+        if len(chosen) < 2:
+            return
+        seconds = self.args.pair_seconds
+        self.log(f"== side by side on {stack}: {self.args.pair_rounds} rounds of {seconds} s a case")
+        servers: list[Server] = []
+        try:
+            jobs: list[tuple[Server, Case, str, str | None]] = []
+            with httpx.Client(timeout=10) as client:
+                for spec, cases in chosen:
+                    server = Server(spec, self.env, self.logdir)
+                    server.log = self.logdir / f"side-by-side-{spec.impl}-{spec.server}.log"
+                    servers.append(server)
+                    server.start()  # idle while another is loaded: a uvicorn worker waiting in epoll costs nothing
+                    for case in cases:
+                        url = server.base + (case.path or spec.path)
+                        sid = open_session(client, url) if case.session else None
+                        check_reply(client, url, case, sid)
+                        run_wrk(self.wrk, url, case, SPEED_CONNS, WARMUP_SECONDS, server.port, sid, None)
+                        jobs.append((server, case, url, sid))
+            for i in range(self.args.pair_rounds):
+                turn = i % len(jobs)
+                for server, case, url, sid in jobs[turn:] + jobs[:turn]:
+                    served = serve(self.wrk, server, url, case, SPEED_CONNS, seconds, sid, None)
+                    self.rounds.setdefault((server.spec, case), []).append(served)
+                    self.log(
+                        f"   {i + 1}: {server.spec.key:<28} {case.name:<22} {served.rps:9.0f} req/s"
+                        f"  {served.cpu_us:6.0f} µs CPU"
+                    )
+        except Exception as exc:  # noqa: BLE001 - record; the targets then fall back on the rows
+            self.failures.append(f"side by side on {stack}: {exc}")
+            self.log(f"   FAILED: {exc}")
+        finally:
+            for server in servers:
+                server.stop()
+        for server in servers:
+            problems = server.problems()
+            if problems:
+                self.failures.append(f"{server.spec.key} (side by side): errors in {server.log}:\n{problems}")
+
+    def side_by_side_rows(self) -> list[Row]:
+        """One row per server and case of the side-by-side phase: the medians of its rounds."""
+        rows = []
+        for (spec, case), runs in self.rounds.items():
+            if len(runs) < self.args.pair_rounds:
+                continue  # the phase broke off: these rounds do not stand beside the others'
+            row = Row(spec, case, SPEED_CONNS)
+            row.rps = median([r.rps for r in runs])
+            row.p50_ms = median([r.stats["p50_us"] for r in runs]) / 1000
+            row.p99_ms = median([r.stats["p99_us"] for r in runs]) / 1000
+            row.cpu_us = median([r.cpu_us for r in runs])
+            row.switches = median([r.switches for r in runs])
+            row.requests = sum(int(r.stats["requests"]) for r in runs)
+            row.errors = ", ".join(f"{k} {v}" for r in runs for k, v in r.errors.items())
+            rows.append(row)
+        return rows
 
     def measure_memory(self) -> None:
         """RSS of a fresh daphne server around N real initialize exchanges, then tracemalloc in-process."""
@@ -606,6 +686,12 @@ LEGEND = """\
 - CPU µs/req, switches/req: the server process's own CPU time (every thread) and context switches over the
   requests wrk counted, from `/proc` (`benchmarks/procstat.py`): steadier than req/s when the machine is busy.
 """
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _find(rows: list[Row], impl: str, server: str, method: str, conns: int) -> Row | None:
@@ -734,12 +820,40 @@ def report(bench: Bench, info: dict[str, str], load_before: str, load_after: str
             )
         if mem.error:
             out.append(f"- error: {mem.error}")
+    out.extend(side_by_side_report(bench))
     out.append("\n## Targets\n")
     out.extend(targets(bench))
     if bench.failures:
         out.append("\n## Failures\n")
         out.extend(f"- {f}" for f in bench.failures)
     return "\n".join(out) + "\n"
+
+
+def side_by_side_report(bench: Bench) -> list[str]:
+    """The side-by-side rounds: each case's req/s per round and median, and the ratios the targets read."""
+    if not bench.rounds:
+        return []
+    out = [
+        f"\n## Side by side ({bench.args.pair_rounds} rounds of {bench.args.pair_seconds} s a case, "
+        f"{SPEED_CONNS} connections, the servers up at once and loaded in turn)\n",
+        "The speed targets are judged by these medians.\n",
+        "| server | case | req/s each round | median req/s | p99 ms | CPU µs/req | ÷ SDK | ÷ Starlette |",
+        "|---|---|---|--:|--:|--:|--:|--:|",
+    ]
+    rows = bench.side_by_side_rows()
+    for (spec, case), runs in bench.rounds.items():
+        row = _named(rows, spec.impl, spec.server, case.name, SPEED_CONNS)
+        if row is None:
+            continue
+        sdk = _find(rows, "sdk-stateless", spec.server, case.method, SPEED_CONNS) if spec.impl == "ours" else None
+        limit_case = "sync call" if case.method == "sync" else "call"
+        limit = _named(rows, "starlette", spec.server, limit_case, SPEED_CONNS) if spec.impl == "ours" else None
+        each = " · ".join(f"{r.rps:,.0f}" for r in runs)
+        out.append(
+            f"| {spec.key} | {case.name} | {each} | {row.rps:,.0f} | {row.p99_ms:.2f} | {row.cpu_us:,.0f} | "
+            f"{_ratio(row.rps / sdk.rps if sdk else None)} | {_ratio(row.rps / limit.rps if limit else None)} |"
+        )
+    return out
 
 
 def speed_targets(rows: list[Row]) -> list[str]:
@@ -820,7 +934,8 @@ def cpu_bounds(rows: list[Row]) -> list[str]:
 
 def targets(bench: Bench) -> list[str]:
     rows = bench.rows
-    lines = speed_targets(rows)
+    # The side-by-side medians first: where a case ran in both, the targets read those (the rows: the rest).
+    lines = speed_targets(bench.side_by_side_rows() + rows)
     modes = ("json call", "json list", "stateless call", "stateless list")
     ours = [r for r in rows if r.spec.impl == "ours" and r.case.name in modes and r.rps]
     for server in ("daphne", "uvicorn"):
@@ -885,11 +1000,20 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=None, help="idle sessions for the memory measurement")
     parser.add_argument("--skip-memory", action="store_true", help="skip the memory measurement")
     parser.add_argument(
+        "--pair-rounds",
+        type=int,
+        default=None,
+        help="rounds of the side-by-side phase that the speed targets are judged by (default 5; 0 with --quick)",
+    )
+    parser.add_argument("--pair-seconds", type=int, default=3, help="seconds a case in each side-by-side round")
+    parser.add_argument(
         "--uvloop",
         action="store_true",
         help="also run ours, Starlette and the SDK on uvicorn with uvloop + httptools (uvicorn[standard])",
     )
     args = parser.parse_args()
+    if args.pair_rounds is None:
+        args.pair_rounds = 0 if args.quick else 5
 
     atexit.register(_stop_all)
     signal.signal(signal.SIGTERM, _on_signal)

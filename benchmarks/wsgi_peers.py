@@ -26,9 +26,12 @@ it competes with the servers and lowers every figure alike; or ``wrk`` (``--conc
 connections, pinned to core 1, reconnecting after each response), which costs the cores far less.
 Each row also gives the server's own CPU per request (every process of it, every thread, from
 ``/proc``: ``procstat``), steadier than req/s on a busy machine. Prints a Markdown table;
-``--duration`` seconds per case.
+``--duration`` seconds per case. ``--pair-rounds N`` then serves ``ours-wsgi`` beside the selected
+stateless peers (django-mcpz, the plain view, the bare callable) and loads them in turn, N rounds each,
+and judges the WSGI target by the ratio of the medians, which drift on a shared machine cannot move
+the way it moves two rows run minutes apart.
 
-    python benchmarks/wsgi_peers.py --duration 5 --concurrency 8 [--client wrk]
+    python benchmarks/wsgi_peers.py --duration 5 --concurrency 8 [--client wrk] [--pair-rounds 5]
 """
 
 from __future__ import annotations
@@ -326,9 +329,11 @@ CASE = "2026-07-28 tools/call"
 TARGETS_MCPZ, TARGET_SESSION = (0.95, 1.2), 0.8
 
 
-def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+def targets(rows: list[tuple[str, str, dict[str, Any]]], pairs: dict[str, list[dict[str, Any]]]) -> list[str]:
     """Each WSGI target with its ratio and PASS or FAIL (empty when a side of it did not run), and the bounds.
 
+    With ``pairs`` (``--pair-rounds``) the django-mcpz targets are judged by the side-by-side rounds' medians:
+    the rows above ran minutes apart, and on a shared machine that moves the ratio more than the target's margin.
     The bounds are this harness's floors over django-mcpz: a plain Django view, then gunicorn with no Django.
     Their server CPU per request is what any endpoint there pays before its own work.
     """
@@ -338,7 +343,17 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     session = rps.get(("ours-wsgi", "2025-11-25 session tools/call"))
     mcpz = rps.get(("django-mcpz", CASE))
     lines = []
-    if stateless and mcpz:
+    if pairs.get("ours-wsgi") and pairs.get("django-mcpz"):
+        ratio = median([r["rps"] for r in pairs["ours-wsgi"]]) / median([r["rps"] for r in pairs["django-mcpz"]])
+        for target in TARGETS_MCPZ:
+            verdict = "PASS" if ratio >= target else "FAIL"
+            lines.append(
+                f"- {verdict} ours in WSGI mode, 2026-07-28, ≥ {target}x django-mcpz: {ratio:.2f}x "
+                f"(side by side, {len(pairs['ours-wsgi'])} rounds each)"
+            )
+        if stateless and mcpz:
+            lines.append(f"- (for reference) the same from the rows above, minutes apart: {stateless / mcpz:.2f}x")
+    elif stateless and mcpz:
         ratio = stateless / mcpz
         for target in TARGETS_MCPZ:
             verdict = "PASS" if ratio >= target else "FAIL"
@@ -348,7 +363,15 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
         lines.append(f"- (for reference) the same view inside Django's request cycle: {view / mcpz:.2f}x django-mcpz")
     for label, what in (("django-view", "a plain Django view"), ("bare-wsgi", "a bare WSGI callable (no Django)")):
         floor = rps.get((label, CASE))
-        if floor and mcpz:
+        if pairs.get(label) and pairs.get("django-mcpz"):
+            side = {name: median([r["rps"] for r in runs]) for name, runs in pairs.items()}
+            cost = {name: median([r["cpu_us"] for r in runs]) for name, runs in pairs.items()}
+            lines.append(
+                f"- (bound, side by side) {what} doing the same JSON work: {side[label] / side['django-mcpz']:.2f}x "
+                f"django-mcpz, server CPU {cost[label]:,.0f} µs/req against django-mcpz's {cost['django-mcpz']:,.0f} "
+                f"and ours' {cost['ours-wsgi']:,.0f}"
+            )
+        elif floor and mcpz:
             lines.append(
                 f"- (bound) {what} doing the same JSON work: {floor / mcpz:.2f}x django-mcpz, server CPU "
                 f"{cpu[(label, CASE)]:,.0f} µs/req against django-mcpz's {cpu[('django-mcpz', CASE)]:,.0f}"
@@ -363,6 +386,36 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def paired_lines(pairs: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The side-by-side rounds as a table (req/s and server CPU a request), and the ratios of their medians."""
+    if "ours-wsgi" not in pairs or len(pairs) < 2:
+        return []
+    labels = list(pairs)
+    lines = [
+        "| round | " + " | ".join(f"{label} req/s" for label in labels) + " | "
+        + " | ".join(f"{label} CPU µs/req" for label in labels) + " |",
+        "|--:|" + "--:|" * (2 * len(labels)),
+    ]  # fmt: skip
+    for i in range(len(pairs["ours-wsgi"])):
+        rps = " | ".join(f"{pairs[label][i]['rps']:,.0f}" for label in labels)
+        cpu = " | ".join(f"{pairs[label][i]['cpu_us']:,.0f}" for label in labels)
+        lines.append(f"| {i + 1} | {rps} | {cpu} |")
+    ours_rps = median([r["rps"] for r in pairs["ours-wsgi"]])
+    ours_cpu = median([r["cpu_us"] for r in pairs["ours-wsgi"]])
+    lines.append("")
+    for label in labels[1:]:
+        rps = ours_rps / median([r["rps"] for r in pairs[label]])
+        cpu = median([r["cpu_us"] for r in pairs[label]]) / ours_cpu
+        lines.append(f"- medians, ours-wsgi ÷ {label}: {rps:.2f}x req/s, {cpu:.2f}x by server CPU a request")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=5.0)
@@ -373,6 +426,13 @@ def main() -> int:
         "--only", default="ours-wsgi,ours-wsgi-view,ours-channels,django-mcp-server,django-mcpz,django-view,bare-wsgi"
     )
     parser.add_argument("--client", choices=("python", "wrk"), default="python")
+    parser.add_argument(
+        "--pair-rounds",
+        type=int,
+        default=0,
+        help="then serve ours-wsgi beside the stateless peers, in turn for this many rounds of --duration seconds "
+        "each: the WSGI target is judged by the ratio of the medians (0: by the rows above)",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     tmp = Path(tempfile.mkdtemp(prefix="wsgi-peers-"))
@@ -381,21 +441,7 @@ def main() -> int:
         (tmp / name).write_text(textwrap.dedent(text).lstrip())
     workers = str(args.workers)
     rows: list[tuple[str, str, dict[str, Any]]] = []
-
     drive = load_wrk if args.client == "wrk" else load
-    serving: list[int] = []  # the server process now running (its workers are its children)
-
-    def run(label: str, case: str, port: int, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
-        drive(port, path, body, headers, min(1.0, args.duration), args.concurrency)  # warm-up
-        pids = procstat.family(serving[-1])
-        before = procstat.cpu_seconds(pids)
-        result = drive(port, path, body, headers, args.duration, args.concurrency)
-        result["cpu_us"] = (procstat.cpu_seconds(pids) - before) * 1e6 / max(1, result["requests"])
-        rows.append((label, case, result))
-        print(f"{label:18} {case:28} {result['rps']:8.0f} req/s  p50 {result['p50']:6.1f} ms  "
-              f"p99 {result['p99']:6.1f} ms  CPU {result['cpu_us']:6.0f} µs/req  errors {result['errors']}",
-              flush=True)  # fmt: skip
-
     ours_env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -403,59 +449,103 @@ def main() -> int:
         "MCP_TEST_LAYER": "memory",
     }
     ours_env.pop("MCP_TEST_DB", None)
-    for label, command, settings in (
-        ("ours-wsgi", [str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:application"],
-         "benchmarks.settings_wsgi"),
-        ("ours-wsgi-view", [str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:view_application"],
-         "benchmarks.settings_wsgi"),
-        ("ours-channels", [str(BIN / "python"), "-m", "uvicorn", "--workers", workers, "--no-access-log",
+    ours = {
+        "ours-wsgi": ([str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:application"],
+                      "benchmarks.settings_wsgi"),
+        "ours-wsgi-view": ([str(BIN / "gunicorn"), "-w", workers, "-k", "sync", "benchmarks.wsgi:view_application"],
+                           "benchmarks.settings_wsgi"),
+        "ours-channels": ([str(BIN / "python"), "-m", "uvicorn", "--workers", workers, "--no-access-log",
                            "--log-level", "warning", "tests.settings.asgi:application"], "benchmarks.settings"),
-    ):  # fmt: skip
+    }  # fmt: skip
+    #: The peers' Django project (none: the bare WSGI callable) and their endpoint's path.
+    peers = {
+        "django-mcp-server": ("mcpserver_project", "/mcp"),
+        "django-mcpz": ("mcpz_project", "/mcp"),
+        "django-view": ("floor_project", "/mcp"),
+        "bare-wsgi": ("", "/mcp"),
+    }
+
+    def launch(label: str) -> tuple[subprocess.Popen[bytes], int, str]:
+        """Start ``label``'s server on a free loopback port (its database migrated): the process, port, path."""
+        port = free_port()
+        if label in ours:
+            command, settings = ours[label]
+            env = {**ours_env, "DJANGO_SETTINGS_MODULE": settings}
+            subprocess.run([str(BIN / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+            gunicorn = "gunicorn" in command[0]
+            bind = ["-b", f"127.0.0.1:{port}"] if gunicorn else ["--host", "127.0.0.1", "--port", str(port)]
+            return serve([*command, *bind], env, ROOT, tmp / f"{label}.log", port), port, "/mcp/"
+        venv = peers_venv(args.peers_venv)
+        project, path = peers[label]
+        env = {**os.environ, "PYTHONPATH": str(tmp), "PEER_DB": str(tmp / f"{label}.sqlite3")}
+        app = "bare_wsgi:application"
+        if project:
+            env["DJANGO_SETTINGS_MODULE"] = f"{project}.settings"
+            subprocess.run(
+                [str(venv / "bin" / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=tmp, check=True
+            )
+            (tmp / project / "wsgi_app.py").write_text(
+                "from django.core.wsgi import get_wsgi_application\napplication = get_wsgi_application()\n"
+            )
+            app = f"{project}.wsgi_app:application"
+        command = [str(venv / "bin" / "gunicorn"), "-w", workers, "-k", "sync", "-b", f"127.0.0.1:{port}", app]
+        return serve(command, env, tmp, tmp / f"{label}.log", port), port, path
+
+    def measure(pid: int, port: int, path: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        """One load of ``--duration`` seconds: the client's figures and the server's CPU a request (every process)."""
+        pids = procstat.family(pid)
+        before = procstat.cpu_seconds(pids)
+        result = drive(port, path, body, headers, args.duration, args.concurrency)
+        result["cpu_us"] = (procstat.cpu_seconds(pids) - before) * 1e6 / max(1, result["requests"])
+        return result
+
+    def run(
+        label: str, case: str, pid: int, port: int, path: str, body: dict[str, Any], headers: dict[str, str]
+    ) -> None:
+        drive(port, path, body, headers, min(1.0, args.duration), args.concurrency)  # warm-up
+        result = measure(pid, port, path, body, headers)
+        rows.append((label, case, result))
+        print(f"{label:18} {case:28} {result['rps']:8.0f} req/s  p50 {result['p50']:6.1f} ms  "
+              f"p99 {result['p99']:6.1f} ms  CPU {result['cpu_us']:6.0f} µs/req  errors {result['errors']}",
+              flush=True)  # fmt: skip
+
+    for label in [*ours, *peers]:
         if label not in only:
             continue
-        env = {**ours_env, "DJANGO_SETTINGS_MODULE": settings}
-        subprocess.run([str(BIN / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=ROOT, check=True)
-        port = free_port()
-        bind = ["-b", f"127.0.0.1:{port}"] if "gunicorn" in command[0] else ["--host", "127.0.0.1", "--port", str(port)]
-        proc = serve([*command, *bind], env, ROOT, tmp / f"{label}.log", port)
-        serving.append(proc.pid)
+        proc, port, path = launch(label)
         try:
-            run(label, "2026-07-28 tools/call", port, "/mcp/", call(stateless=True), STATELESS_HEADERS)
-            run(label, "2025-11-25 session tools/call", port, "/mcp/", call(), handshake(port, "/mcp/", "2025-11-25"))
+            if label in ours:
+                run(label, CASE, proc.pid, port, path, call(stateless=True), STATELESS_HEADERS)
+                session = handshake(port, path, "2025-11-25")
+                run(label, "2025-11-25 session tools/call", proc.pid, port, path, call(), session)
+            elif label != "django-mcp-server":
+                run(label, CASE, proc.pid, port, path, call(stateless=True), STATELESS_HEADERS)
+            else:
+                session = handshake(port, path, "2025-06-18")
+                run(label, "2025-06-18 session tools/call", proc.pid, port, path, call(), session)
         finally:
             stop(proc)
 
-    if only & {"django-mcp-server", "django-mcpz", "django-view", "bare-wsgi"}:
-        venv = peers_venv(args.peers_venv)
-        for label, project, path in (
-            ("django-mcp-server", "mcpserver_project", "/mcp"),
-            ("django-mcpz", "mcpz_project", "/mcp"),
-            ("django-view", "floor_project", "/mcp"),
-            ("bare-wsgi", "", "/mcp"),
-        ):
-            if label not in only:
-                continue
-            env = {**os.environ, "PYTHONPATH": str(tmp), "PEER_DB": str(tmp / f"{label}.sqlite3")}
-            port = free_port()
-            app = "bare_wsgi:application"
-            if project:
-                env["DJANGO_SETTINGS_MODULE"] = f"{project}.settings"
-                subprocess.run(
-                    [str(venv / "bin" / "python"), "-m", "django", "migrate", "-v0"], env=env, cwd=tmp, check=True
-                )
-                (tmp / project / "wsgi_app.py").write_text(
-                    "from django.core.wsgi import get_wsgi_application\napplication = get_wsgi_application()\n"
-                )
-                app = f"{project}.wsgi_app:application"
-            command = [str(venv / "bin" / "gunicorn"), "-w", workers, "-k", "sync", "-b", f"127.0.0.1:{port}", app]
-            proc = serve(command, env, tmp, tmp / f"{label}.log", port)
-            serving.append(proc.pid)
-            try:
-                if label != "django-mcp-server":
-                    run(label, "2026-07-28 tools/call", port, path, call(stateless=True), STATELESS_HEADERS)
-                else:
-                    run(label, "2025-06-18 session tools/call", port, path, call(), handshake(port, path, "2025-06-18"))
-            finally:
+    # Side by side: ours-wsgi and the stateless peers up at once (an idle sync worker costs nothing), loaded in
+    # turn, the order rotating each round, so that what the machine does meanwhile falls on each alike.
+    pairs: dict[str, list[dict[str, Any]]] = {}
+    side = [label for label in ("ours-wsgi", "django-mcpz", "django-view", "bare-wsgi") if label in only]
+    if args.pair_rounds and len(side) > 1 and side[0] == "ours-wsgi":
+        started: list[tuple[str, subprocess.Popen[bytes], int, str]] = []
+        try:
+            for label in side:
+                started.append((label, *launch(label)))
+            for _, _, port, path in started:
+                drive(port, path, call(stateless=True), STATELESS_HEADERS, min(1.0, args.duration), args.concurrency)
+            for i in range(args.pair_rounds):
+                turn = i % len(started)
+                for label, proc, port, path in started[turn:] + started[:turn]:
+                    result = measure(proc.pid, port, path, call(stateless=True), STATELESS_HEADERS)
+                    pairs.setdefault(label, []).append(result)
+                    print(f"paired {i + 1}: {label:12} {result['rps']:8.0f} req/s  CPU {result['cpu_us']:6.0f} µs/req  "
+                          f"errors {result['errors']}", flush=True)  # fmt: skip
+        finally:
+            for _, proc, _, _ in started:
                 stop(proc)
 
     client = f"{args.concurrency} client threads" if args.client == "python" else f"wrk, {args.concurrency} connections"
@@ -465,10 +555,14 @@ def main() -> int:
     for label, case, r in rows:
         print(f"| {label} | {case} | {r['rps']:,.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['cpu_us']:,.0f} "
               f"| {r['errors']} |")  # fmt: skip
-    lines = targets(rows)
+    paired = paired_lines(pairs)
+    if paired:
+        print(f"\nSide by side, {args.pair_rounds} rounds of {args.duration:g} s each, in turn:\n")
+        print("\n".join(paired))
+    lines = targets(rows, pairs)
     if lines:
         print("\nTargets:\n" + "\n".join(lines))
-    errors = any(r["errors"] for _, _, r in rows)
+    errors = any(r["errors"] for _, _, r in rows) or any(r["errors"] for runs in pairs.values() for r in runs)
     return 1 if errors or any(line.startswith("- FAIL") for line in lines) else 0
 
 
