@@ -856,8 +856,14 @@ def side_by_side_report(bench: Bench) -> list[str]:
     return out
 
 
-def speed_targets(rows: list[Row]) -> list[str]:
-    """The speed issue's targets, each with its ratio and PASS or FAIL (a FAIL is a regression or a goal not met)."""
+def speed_targets(rows: list[Row], judged: list[Row] | None = None) -> list[str]:
+    """The speed issue's targets, each with its ratio and PASS or FAIL (a FAIL is a regression or a goal not met).
+
+    ``judged``: the side-by-side phase's medians, which the uvicorn stacks' targets read where a case ran there;
+    daphne (not in that phase) is compared with the SDK's row of the same phase as its own.
+    """
+    sequential = rows
+    rows = (judged or []) + rows
     lines: list[str] = []
     c = SPEED_CONNS
 
@@ -867,9 +873,10 @@ def speed_targets(rows: list[Row]) -> list[str]:
     tools = ("json call", "stateless call", "json sync call", "stateless sync call")
     servers = (("uvicorn", TARGET_SDK_UVICORN), ("daphne", TARGET_SDK_DAPHNE), ("uvicorn+uvloop", TARGET_SDK_UVICORN))
     for server, goal in servers:
+        source = rows if server in UVICORN_STACKS else sequential
         for name in tools:
-            row = _named(rows, "ours", server, name, c)
-            sdk = _find(rows, "sdk-stateless", _sdk_stack(server), row.case.method, c) if row else None
+            row = _named(source, "ours", server, name, c)
+            sdk = _find(source, "sdk-stateless", _sdk_stack(server), row.case.method, c) if row else None
             if row and sdk:
                 ratio = row.rps / sdk.rps
                 lines.append(
@@ -935,7 +942,7 @@ def cpu_bounds(rows: list[Row]) -> list[str]:
 def targets(bench: Bench) -> list[str]:
     rows = bench.rows
     # The side-by-side medians first: where a case ran in both, the targets read those (the rows: the rest).
-    lines = speed_targets(bench.side_by_side_rows() + rows)
+    lines = speed_targets(rows, bench.side_by_side_rows())
     modes = ("json call", "json list", "stateless call", "stateless list")
     ours = [r for r in rows if r.spec.impl == "ours" and r.case.name in modes and r.rps]
     for server in ("daphne", "uvicorn"):
