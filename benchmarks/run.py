@@ -36,6 +36,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -611,11 +612,11 @@ class Bench:
             if len(runs) < self.args.pair_rounds:
                 continue  # the phase broke off: these rounds do not stand beside the others'
             row = Row(spec, case, SPEED_CONNS)
-            row.rps = median([r.rps for r in runs])
-            row.p50_ms = median([r.stats["p50_us"] for r in runs]) / 1000
-            row.p99_ms = median([r.stats["p99_us"] for r in runs]) / 1000
-            row.cpu_us = median([r.cpu_us for r in runs])
-            row.switches = median([r.switches for r in runs])
+            row.rps = statistics.median([r.rps for r in runs])
+            row.p50_ms = statistics.median([r.stats["p50_us"] for r in runs]) / 1000
+            row.p99_ms = statistics.median([r.stats["p99_us"] for r in runs]) / 1000
+            row.cpu_us = statistics.median([r.cpu_us for r in runs])
+            row.switches = statistics.median([r.switches for r in runs])
             row.requests = sum(int(r.stats["requests"]) for r in runs)
             row.errors = ", ".join(f"{k} {v}" for r in runs for k, v in r.errors.items())
             rows.append(row)
@@ -686,12 +687,6 @@ LEGEND = """\
 - CPU µs/req, switches/req: the server process's own CPU time (every thread) and context switches over the
   requests wrk counted, from `/proc` (`benchmarks/procstat.py`): steadier than req/s when the machine is busy.
 """
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _find(rows: list[Row], impl: str, server: str, method: str, conns: int) -> Row | None:

@@ -41,6 +41,7 @@ import http.client
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -344,7 +345,9 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]], pairs: dict[str, list[d
     mcpz = rps.get(("django-mcpz", CASE))
     lines = []
     if pairs.get("ours-wsgi") and pairs.get("django-mcpz"):
-        ratio = median([r["rps"] for r in pairs["ours-wsgi"]]) / median([r["rps"] for r in pairs["django-mcpz"]])
+        ratio = statistics.median([r["rps"] for r in pairs["ours-wsgi"]]) / statistics.median(
+            [r["rps"] for r in pairs["django-mcpz"]]
+        )
         for target in TARGETS_MCPZ:
             verdict = "PASS" if ratio >= target else "FAIL"
             lines.append(
@@ -364,8 +367,8 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]], pairs: dict[str, list[d
     for label, what in (("django-view", "a plain Django view"), ("bare-wsgi", "a bare WSGI callable (no Django)")):
         floor = rps.get((label, CASE))
         if pairs.get(label) and pairs.get("django-mcpz"):
-            side = {name: median([r["rps"] for r in runs]) for name, runs in pairs.items()}
-            cost = {name: median([r["cpu_us"] for r in runs]) for name, runs in pairs.items()}
+            side = {name: statistics.median([r["rps"] for r in runs]) for name, runs in pairs.items()}
+            cost = {name: statistics.median([r["cpu_us"] for r in runs]) for name, runs in pairs.items()}
             lines.append(
                 f"- (bound, side by side) {what} doing the same JSON work: {side[label] / side['django-mcpz']:.2f}x "
                 f"django-mcpz, server CPU {cost[label]:,.0f} µs/req against django-mcpz's {cost['django-mcpz']:,.0f} "
@@ -386,12 +389,6 @@ def targets(rows: list[tuple[str, str, dict[str, Any]]], pairs: dict[str, list[d
     return lines
 
 
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def paired_lines(pairs: dict[str, list[dict[str, Any]]]) -> list[str]:
     """The side-by-side rounds as a table (req/s and server CPU a request), and the ratios of their medians."""
     if "ours-wsgi" not in pairs or len(pairs) < 2:
@@ -406,12 +403,12 @@ def paired_lines(pairs: dict[str, list[dict[str, Any]]]) -> list[str]:
         rps = " | ".join(f"{pairs[label][i]['rps']:,.0f}" for label in labels)
         cpu = " | ".join(f"{pairs[label][i]['cpu_us']:,.0f}" for label in labels)
         lines.append(f"| {i + 1} | {rps} | {cpu} |")
-    ours_rps = median([r["rps"] for r in pairs["ours-wsgi"]])
-    ours_cpu = median([r["cpu_us"] for r in pairs["ours-wsgi"]])
+    ours_rps = statistics.median([r["rps"] for r in pairs["ours-wsgi"]])
+    ours_cpu = statistics.median([r["cpu_us"] for r in pairs["ours-wsgi"]])
     lines.append("")
     for label in labels[1:]:
-        rps = ours_rps / median([r["rps"] for r in pairs[label]])
-        cpu = median([r["cpu_us"] for r in pairs[label]]) / ours_cpu
+        rps = ours_rps / statistics.median([r["rps"] for r in pairs[label]])
+        cpu = statistics.median([r["cpu_us"] for r in pairs[label]]) / ours_cpu
         lines.append(f"- medians, ours-wsgi ÷ {label}: {rps:.2f}x req/s, {cpu:.2f}x by server CPU a request")
     return lines
 
