@@ -295,3 +295,86 @@ async def test_a_pool_call_sees_the_callers_contextvars_and_keeps_its_own() -> N
             await run_bookkeeping(_unreachable)
     assert same_thread == thread
     assert kept == (vendor == "sqlite"), (kept, vendor)
+
+
+async def test_waiting_callers_get_a_freed_thread_in_turn_and_one_that_left_takes_none() -> None:
+    """Two threads, five callers: three wait. A waiter that stops waiting takes no thread, the others
+    get one in the order they came, each as soon as a thread returns, and past ``SYNC_QUEUE_TIMEOUT``
+    a waiter is refused as busy. Exceptions reach the caller that waited for them."""
+    import threading
+
+    from django.conf import settings
+    from django.test import override_settings
+
+    from django_mcp.runtime.sync_pool import Pool
+    from django_mcp.runtime.unavailable import Busy
+
+    release = {name: threading.Event() for name in "abcde"}
+    order: list[str] = []
+
+    def work(name: str) -> str:
+        order.append(name)
+        if not release[name].wait(5):
+            raise TimeoutError(name)
+        if name == "e":
+            raise ValueError("from e")
+        return name
+
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_WORKERS": 2, "SYNC_QUEUE_TIMEOUT": 5}):
+        pool = Pool("gate-test", "SYNC_WORKERS", gated=True)
+        calls = {}
+        for name in "abcde":
+            calls[name] = asyncio.ensure_future(pool.run(work, name))
+            await asyncio.sleep(0.05)
+        assert order == ["a", "b"], order  # two threads: c, d and e wait
+        calls["c"].cancel()  # c leaves the queue before a thread comes free
+        release["a"].set()
+        assert await calls["a"] == "a"
+        for _ in range(100):
+            if len(order) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert order == ["a", "b", "d"], order  # a's thread went to d, the first still waiting
+        release["b"].set()
+        release["d"].set()
+        release["e"].set()
+        assert await calls["b"] == "b" and await calls["d"] == "d"
+        with pytest.raises(ValueError, match="from e"):
+            await calls["e"]
+        with pytest.raises(asyncio.CancelledError):
+            await calls["c"]
+        assert order == ["a", "b", "d", "e"], order  # c never ran
+        gate = pool._gate()
+        assert gate.free == 2 and not gate.waiters, (gate.free, gate.waiters)  # every slot came back
+
+    with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_WORKERS": 1, "SYNC_QUEUE_TIMEOUT": 0.2}):
+        pool = Pool("busy-test", "SYNC_WORKERS", gated=True)
+        hold = threading.Event()
+        first = asyncio.ensure_future(pool.run(hold.wait, 5))
+        await asyncio.sleep(0.05)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(Busy):
+            await pool.run(order.append, "late")
+        assert 0.15 < asyncio.get_running_loop().time() - started < 2
+        hold.set()
+        assert await first is True
+        assert await pool.run(order.append, "then") is None and order[-1] == "then"
+        pool.reset()
+
+
+async def test_a_slot_handed_to_a_caller_that_just_stopped_waiting_goes_to_the_next() -> None:
+    from django_mcp.runtime.sync_pool import _Gate
+
+    gate = _Gate(1)
+    assert gate.try_enter() and not gate.try_enter()
+    first = asyncio.ensure_future(gate.enter(5))
+    second = asyncio.ensure_future(gate.enter(5))
+    await asyncio.sleep(0)
+    gate.leave()  # the slot goes to ``first``...
+    first.cancel()  # ...which stops waiting before it could run on
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(second, 1)  # passed on, not lost
+    assert gate.free == 0 and not gate.waiters
+    gate.leave()
+    assert gate.free == 1
