@@ -8,7 +8,7 @@ server passes. Under gunicorn, ``tests/test_wsgi.py`` runs every WSGI test throu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -112,6 +112,30 @@ def test_the_endpoint_is_served_without_django_s_request_cycle_and_the_rest_with
             viewed = Reply(app.inner, {**environ("/mcp/", **MODERN), **extra})
             assert direct.code == viewed.code and direct.code in (403, 415), (extra, direct.body)
             assert json.loads(direct.body)["error"] == json.loads(viewed.body)["error"]
+
+
+def test_a_direct_reply_is_what_django_s_handler_sends_for_the_same_request() -> None:
+    """The direct path writes the view's answer without making a Django response: the same status line,
+    headers and body as the view inside Django's cycle, for each kind of answer."""
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    requests: list[Callable[[], dict[str, Any]]] = [
+        lambda: environ("/mcp/", **MODERN),  # 200, JSON
+        lambda: environ("/mcp/", body=notification, **MODERN),  # 202, no body
+        lambda: environ("/mcp/", method="get", HTTP_ACCEPT="text/event-stream"),  # 405 with Allow
+        lambda: {**environ("/mcp/", **MODERN), "REQUEST_METHOD": "OPTIONS"},  # 204 with Allow
+        lambda: {**environ("/mcp/", **MODERN), "REQUEST_METHOD": "PUT"},  # 405
+        lambda: {**environ("/mcp/", **MODERN), "HTTP_ACCEPT": "text/plain"},  # 406
+        lambda: environ("/mcp/", body={"jsonrpc": "2.0", "id": 1}, **MODERN),  # a JSON-RPC error
+    ]
+    with override_settings(ROOT_URLCONF="tests.settings.urls_wsgi", MIDDLEWARE=[STAMP]):
+        app = EndpointWSGI(WSGIHandler())
+        seen = set()
+        for made in requests:
+            direct, viewed = Reply(app, made()), Reply(app.inner, made())
+            assert viewed.headers.pop("x-through-django") == "yes" and "x-through-django" not in direct.headers
+            assert (direct.status, direct.headers, direct.body) == (viewed.status, viewed.headers, viewed.body)
+            seen.add(direct.code)
+        assert seen >= {200, 202, 204, 405, 406}, seen
 
 
 def test_the_urlconf_decides_what_the_endpoint_is() -> None:

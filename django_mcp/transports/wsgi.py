@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from http.client import responses
 from typing import Any
 
 from django.core.handlers.wsgi import WSGIRequest
@@ -158,25 +159,25 @@ class ViewRequest:
         return body
 
     # -- POST ----------------------------------------------------------------------------------
-    async def post(self) -> HttpResponse:
+    async def post(self) -> Answer:
         guards.check_post(self.headers)
         outcome = await streamable.post(self.server, self.headers, self.read_body(), self.caller(), self.run_batched)
         if isinstance(outcome, Answer):
-            return _response(outcome)
+            return outcome
         early = BufferedOutlet()
         response = await self.run(outcome.request, outcome.session, outcome.revision, outcome.target, early)
         if response is None:
-            return _response(streamable.empty_answer(202))
+            return streamable.empty_answer(202)
         if early.messages:  # notifications first: the response is an SSE stream, written now the call is over
             return self.sse(response, outcome.session, early)
-        return _response(streamable.reply(outcome, response))
+        return streamable.reply(outcome, response)
 
-    def sse(self, payload: Any, session: SessionState | None, early: BufferedOutlet) -> HttpResponse:
+    def sse(self, payload: Any, session: SessionState | None, early: BufferedOutlet) -> Answer:
         body = b"".join(sse_event(data) for data in [*early.messages, jsonrpc.dumps(payload)])
         headers = [(b"content-type", SSE_CT), (b"content-length", b"%d" % len(body)), (b"cache-control", b"no-cache")]
         if session is not None:
             headers.append((streamable.SESSION_HEADER, session.id.encode()))
-        return _response(Answer(200, headers, body))
+        return Answer(200, headers, body)
 
     async def run_batched(self, request: jsonrpc.Request, session: SessionState) -> dict[str, Any] | None:
         """One request of a batch: answered inside the batch's JSON array, what it emits dropped."""
@@ -210,18 +211,54 @@ _NAMES = {
 }
 
 
+def wsgi_headers(answer: Answer) -> list[tuple[str, str]]:
+    """An answer's headers as WSGI's ``start_response`` takes them (and as Django's responses name them)."""
+    names = _NAMES
+    return [(names.get(name) or name.decode("latin-1"), value.decode("latin-1")) for name, value in answer.headers]
+
+
+def status_line(status: int) -> str:
+    """``"200 OK"``: the status and Django's reason phrase for it, each made once."""
+    line = _status_lines.get(status)
+    if line is None:
+        line = _status_lines[status] = f"{status} {responses.get(status, 'Unknown Status Code')}"
+    return line
+
+
+_status_lines: dict[int, str] = {}
+
+
 def _response(answer: Answer) -> HttpResponse:
     """A ``streamable`` answer as a Django response: its own headers only, its body with its length."""
-    names = _NAMES
-    headers = {names.get(name) or name.decode("latin-1"): value.decode("latin-1") for name, value in answer.headers}
+    headers = dict(wsgi_headers(answer))
     response = HttpResponse(answer.body, status=answer.status, headers=headers)
     if "Content-Type" not in headers:
         del response["Content-Type"]  # Django's default; the answer says its own (an empty reply has none)
     return response
 
 
+def _as_response(result: Answer | HttpResponse, method: str | None) -> HttpResponse:
+    """``answer``'s result as the view returns it (a Django response), for Django's handlers."""
+    if not isinstance(result, Answer):
+        return result
+    response = _response(result)
+    if method == "GET" and result.status == 405:
+        # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405, which every
+        # handshake-era SDK session asks for once; Django would log each as a warning.
+        response._has_been_logged = True  # type: ignore[attr-defined]  # django.utils.log.log_response's mark
+    return response
+
+
 async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     """The endpoint for ``server`` (default ``django_mcp.site``): what ``mcp_view`` and ``mcp_view_for`` run."""
+    return _as_response(await answer(request, server), request.method)
+
+
+async def answer(request: HttpRequest, server: MCPServer | None = None) -> Answer | HttpResponse:
+    """What the endpoint answers ``request``: an ``Answer``, or a Django response (a browser's page).
+
+    ``django_mcp.wsgi`` writes an ``Answer`` to the WSGI server as it is; Django's handlers get a response.
+    """
     if not gc_freeze.done:  # the first request: the URLconf, hence startup, is loaded only now
         gc_freeze.freeze_startup_heap()
     token = long_lived.set(False)
@@ -233,7 +270,7 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
         try:
             guards.check_origin(exchange.scope, exchange.headers)
             if method == "OPTIONS":
-                return _response(streamable.empty_answer(204, [(b"allow", ALLOW)]))
+                return streamable.empty_answer(204, [(b"allow", ALLOW)])
             await guards.authenticate(exchange.scope, exchange.headers)
             caller = exchange.scope.get("user")
             if caller is not None:  # what the project's middleware reads after the view (its own calls: per call)
@@ -241,19 +278,13 @@ async def serve(request: HttpRequest, server: MCPServer | None = None) -> HttpRe
             if method == "POST":
                 return await exchange.post()
             if method == "DELETE":
-                return _response(await streamable.delete(exchange.headers, exchange.caller()))
-            if method == "GET":
-                # No standalone SSE stream (nor legacy SSE, nor resumption): the spec's answer is 405, which
-                # every handshake-era SDK session asks for once; Django would log each as a warning.
-                quiet = _response(
-                    streamable.failed(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
-                )
-                quiet._has_been_logged = True  # type: ignore[attr-defined]  # django.utils.log.log_response's mark
-                return quiet
+                return await streamable.delete(exchange.headers, exchange.caller())
+            if method == "GET":  # not logged as a warning under Django's handler (``_as_response``)
+                return streamable.failed(guards.method_not_allowed("GET (this server offers no SSE stream)", ALLOW))
             raise guards.method_not_allowed(method, ALLOW)
         except Exception as exc:  # a refusal (its status), else logged by to_wire (503/500)
             with contextlib.suppress(Exception):
-                return _response(streamable.failed(exc))
+                return streamable.failed(exc)
             raise
     finally:
         long_lived.reset(token)
@@ -268,7 +299,12 @@ def reads_session_here(meta: dict[str, Any]) -> bool:
 
 
 def run(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
-    """``serve`` from sync code, on an event loop this thread keeps (a WSGI worker's thread).
+    """``serve`` from sync code (a WSGI worker's thread): see ``answer_now``."""
+    return _as_response(answer_now(request, server), request.method)
+
+
+def answer_now(request: HttpRequest, server: MCPServer | None = None) -> Answer | HttpResponse:
+    """``answer`` from sync code, on an event loop this thread keeps (a WSGI worker's thread).
 
     Django would run an async view through ``async_to_sync``, which starts a thread and an
     event loop per request (about half of a small call's cost); this loop lives as long as
@@ -278,11 +314,11 @@ def run(request: HttpRequest, server: MCPServer | None = None) -> HttpResponse:
     if loop is None or loop.is_closed():
         loop = _loops.loop = asyncio.new_event_loop()
     if not reads_session_here(request.META):
-        return loop.run_until_complete(serve(request, server))
+        return loop.run_until_complete(answer(request, server))
     sid = request.META["HTTP_MCP_SESSION_ID"]
     token = prefetched.set(prefetch(sid))  # the session read on this thread, before the loop (sessions.prefetch)
     try:
-        return loop.run_until_complete(serve(request, server))
+        return loop.run_until_complete(answer(request, server))
     finally:
         prefetched.reset(token)
 
@@ -325,4 +361,14 @@ def mcp_view_for(server: MCPServer, *, wsgi: bool = False) -> Any:
     return view
 
 
-__all__ = ["mcp_view", "mcp_view_for", "mcp_wsgi_view", "run", "serve"]
+__all__ = [
+    "answer",
+    "answer_now",
+    "mcp_view",
+    "mcp_view_for",
+    "mcp_wsgi_view",
+    "run",
+    "serve",
+    "status_line",
+    "wsgi_headers",
+]
