@@ -346,6 +346,7 @@ async def test_waiting_callers_get_a_freed_thread_in_turn_and_one_that_left_take
         assert order == ["a", "b", "d", "e"], order  # c never ran
         gate = pool._gate()
         assert gate.free == 2 and not gate.waiters, (gate.free, gate.waiters)  # every slot came back
+        pool.reset()  # its two threads end here, not when the test process does
 
     with override_settings(DJANGO_MCP={**settings.DJANGO_MCP, "SYNC_WORKERS": 1, "SYNC_QUEUE_TIMEOUT": 0.2}):
         pool = Pool("busy-test", "SYNC_WORKERS", gated=True)
