@@ -17,13 +17,13 @@ as a sync worker runs it, and counts the CPU time of this process per request
 
 Each figure is the best of ``--repeat`` rounds of ``--requests`` calls, the cases taking turns
 within each round, so their ratio holds on a busy machine where absolute figures do not.
+``--profile FILE`` writes a cProfile of one case.
 
 Use ``--pin`` (``make bench-wsgi-cpu`` does). Unpinned, this loop never blocks, so the audit
 writer's thread, woken by each GIL release of the loop's ``epoll``, waits for the GIL through
 thousands of futile wake-ups per batch: the default middleware then read ~60 µs a call instead
 of ~37. A gunicorn worker blocks between requests, and there the writer thread costs 7-8 µs a
 call with 0.03 context switches (its threads' own ``/proc`` counters under ``wrk``).
-``--profile FILE`` writes a cProfile of one case.
 
 Usage: ``python benchmarks/wsgi_cpu.py [--requests 2000] [--repeat 5] [--only "session call"]
 [--profile FILE] [--pin]``
