@@ -13,7 +13,9 @@ Servers, one at a time:
 
 Then, side by side (``--pair-rounds``, 5 by default): ours, the bare Starlette endpoint and the SDK on each
 uvicorn stack, all up at once and loaded in turn, a few seconds a case, the order rotating each round; the
-speed targets are judged by the medians of these rounds, which drift on a shared machine moves alike.
+speed targets are judged by the medians of these rounds, which drift on a shared machine moves alike. Ours
+also runs there without the operations middleware (``ours-bare``), so that the ``(bound)`` lines show what
+the door alone adds to the bare endpoint and what the default middleware adds on top.
 Then the new-session rate (wrk POSTing ``initialize``) and memory per idle session
 (server RSS around 5,000 real ``initialize`` exchanges, and tracemalloc in-process).
 
@@ -281,9 +283,17 @@ UVICORN_STACKS = ("uvicorn", "uvicorn+uvloop")
 #: the speed targets are judged by the medians of these rounds.
 PAIRED_CASES = {
     "ours": ("json call", "stateless call", "json sync call", "stateless sync call"),
+    "ours-bare": ("stateless call", "stateless sync call"),
     "starlette": ("call", "sync call"),
     "sdk-stateless": ("stateless call", "stateless sync call"),
 }
+#: Served only in the side-by-side phase: ours with no operations middleware (``MIDDLEWARE = []``), the door
+#: alone, so that each run splits what ours adds to the bare endpoint into the door and the default middleware
+#: (``cpu_bounds``).
+BARE_SPECS: tuple[tuple[Spec, tuple[Case, ...]], ...] = tuple(
+    (Spec("ours-bare", stack, "tests.settings.asgi:application", env=(("MCP_BENCH_MIDDLEWARE", "none"),)), OURS_CASES)
+    for stack in UVICORN_STACKS
+)
 
 
 @dataclass
@@ -563,7 +573,7 @@ class Bench:
         """``PAIRED_CASES`` on ``stack``: every server up at once, ``--pair-rounds`` rounds, each case once a round."""
         chosen = [
             (spec, [c for c in cases if c.name in PAIRED_CASES[spec.impl]])
-            for spec, cases in specs
+            for spec, cases in (*specs, *BARE_SPECS)
             if spec.server == stack and spec.impl in PAIRED_CASES and self.selected(spec)
         ]
         if len(chosen) < 2:
@@ -840,9 +850,10 @@ def side_by_side_report(bench: Bench) -> list[str]:
         row = _named(rows, spec.impl, spec.server, case.name, SPEED_CONNS)
         if row is None:
             continue
-        sdk = _find(rows, "sdk-stateless", spec.server, case.method, SPEED_CONNS) if spec.impl == "ours" else None
+        ours = spec.impl in ("ours", "ours-bare")
+        sdk = _find(rows, "sdk-stateless", spec.server, case.method, SPEED_CONNS) if ours else None
         limit_case = "sync call" if case.method == "sync" else "call"
-        limit = _named(rows, "starlette", spec.server, limit_case, SPEED_CONNS) if spec.impl == "ours" else None
+        limit = _named(rows, "starlette", spec.server, limit_case, SPEED_CONNS) if ours else None
         each = " · ".join(f"{r.rps:,.0f}" for r in runs)
         out.append(
             f"| {spec.key} | {case.name} | {each} | {row.rps:,.0f} | {row.p99_ms:.2f} | {row.cpu_us:,.0f} | "
@@ -926,10 +937,16 @@ def cpu_bounds(rows: list[Row]) -> list[str]:
             limit = _named(rows, "starlette", server, floor_case, c)
             if row and sdk and limit and sdk.cpu_us and row.cpu_us and limit.cpu_us:
                 budget = sdk.cpu_us / goal
+                bare = _named(rows, "ours-bare", server, name, c)
+                door = (
+                    f" ({bare.cpu_us - limit.cpu_us:,.0f} without the operations middleware: the door alone)"
+                    if bare and bare.cpu_us
+                    else ""
+                )
                 lines.append(
                     f"- (bound) ours on {server}, {name}: {goal}x the SDK asks ≤ {budget:,.0f} µs of server CPU a "
                     f"request; the bare Starlette endpoint ({floor_case}) costs {limit.cpu_us:,.0f}, so the MCP "
-                    f"request may add {budget - limit.cpu_us:,.0f}; ours adds {row.cpu_us - limit.cpu_us:,.0f}"
+                    f"request may add {budget - limit.cpu_us:,.0f}; ours adds {row.cpu_us - limit.cpu_us:,.0f}{door}"
                 )
     return lines
 
