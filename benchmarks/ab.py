@@ -2,12 +2,12 @@
 """Two versions of ours side by side under ``wrk``: requests per second, CPU and context switches per request.
 
 Why: a change on the request path is judged against the code before it, and on this shared machine two runs a minute
-apart differ more than most changes do. Here both servers run at once (uvicorn, asyncio + h11, or daphne with
-``--server daphne``, each pinned to core 0; ``wrk -t1`` on core 1) and take turns, round after round, so a slow moment
-hits both; and besides req/s each round reads the server's own CPU time and context switches per request from
-``/proc`` (``benchmarks.procstat``), which the neighbours' load moves far less. In-process CPU (``cpu.py``) is not
-enough for changes that move work between threads: on 2026-11-28 a change to the sync pool's admission cut
-a sync call's CPU by ~15 µs in process and, served, lost 2-15 % req/s and spent more CPU, not less.
+apart differ more than most changes do. Here both servers run at once (uvicorn, asyncio + h11; or ``--server
+daphne`` or ``uvicorn+uvloop``; each pinned to core 0; ``wrk -t1`` on core 1) and take turns, round after round, so
+a slow moment hits both; and besides req/s each round reads the server's own CPU time and context switches per
+request from ``/proc`` (``benchmarks.procstat``), which the neighbours' load moves far less. In-process CPU
+(``cpu.py``) is not enough for changes that move work between threads: on 2026-11-28 a change to the sync pool's
+admission cut a sync call's CPU by ~15 µs in process and, served, lost 2-15 % req/s and spent more CPU, not less.
 
 A and B are each a checkout (``--a-dir``/``--b-dir``: a ``git worktree`` of the commit before, say) and
 environment settings (``--a-env``/``--b-env KEY=VALUE``, once per variable: ``MCP_ATOMIC_TOOL_CALLS=0``,
@@ -16,7 +16,7 @@ run with this checkout's virtualenv. An A/A run (no options) shows the noise: 0.
 in 5 rounds of 3 s on 2026-11-28.
 
 Usage: ``python benchmarks/ab.py [--a-dir DIR] [--b-dir DIR] [--a-env K=V ...] [--b-env K=V ...]
-[--case "stateless sync call"] [--rounds 6] [--seconds 4] [--connections 16] [--server daphne]``
+[--case "stateless sync call"] [--rounds 6] [--seconds 4] [--connections 16] [--server daphne|uvicorn+uvloop]``
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--server", default="uvicorn", choices=("uvicorn", "daphne"))
+    parser.add_argument("--server", default="uvicorn", choices=("uvicorn", "uvicorn+uvloop", "daphne"))
     args = parser.parse_args()
     if args.a_dir.resolve() == args.b_dir.resolve() and args.a_env == args.b_env:
         print("A and B are the same code and settings: an A/A run (the noise)", file=sys.stderr)
