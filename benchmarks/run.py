@@ -865,6 +865,13 @@ def side_by_side_report(bench: Bench) -> list[str]:
     return out
 
 
+def sdk_target(server: str, case: str) -> float:
+    """The least ratio to the SDK ours must reach on ``server`` for ``case`` (a sync tool: to the SDK's sync tool)."""
+    if server not in UVICORN_STACKS:
+        return TARGET_SDK_DAPHNE
+    return TARGET_SDK_UVICORN_SYNC if "sync" in case else TARGET_SDK_UVICORN
+
+
 def speed_targets(rows: list[Row], judged: list[Row] | None = None) -> list[str]:
     """The speed issue's targets, each with its ratio and PASS or FAIL (a FAIL is a regression or a goal not met).
 
@@ -880,17 +887,16 @@ def speed_targets(rows: list[Row], judged: list[Row] | None = None) -> list[str]
         return "PASS" if ok else "FAIL"
 
     tools = ("json call", "stateless call", "json sync call", "stateless sync call")
-    servers = (("uvicorn", TARGET_SDK_UVICORN), ("daphne", TARGET_SDK_DAPHNE), ("uvicorn+uvloop", TARGET_SDK_UVICORN))
-    for server, goal in servers:
+    for server in ("uvicorn", "daphne", "uvicorn+uvloop"):
         source = rows if server in UVICORN_STACKS else sequential
         for name in tools:
             row = _named(source, "ours", server, name, c)
             sdk = _find(source, "sdk-stateless", _sdk_stack(server), row.case.method, c) if row else None
             if row and sdk:
                 ratio = row.rps / sdk.rps
-                wanted = TARGET_SDK_UVICORN_SYNC if "sync" in name and server in UVICORN_STACKS else goal
+                goal = sdk_target(server, name)
                 lines.append(
-                    f"- {verdict(ratio >= wanted)} ours on {server}, {name}, ≥ {wanted}x the SDK (stateless+JSON): "
+                    f"- {verdict(ratio >= goal)} ours on {server}, {name}, ≥ {goal}x the SDK (stateless+JSON): "
                     f"{ratio:.2f}x ({row.rps:,.0f} vs {sdk.rps:,.0f} req/s)"
                 )
     for stack in UVICORN_STACKS:
@@ -935,10 +941,8 @@ def cpu_bounds(rows: list[Row]) -> list[str]:
     lines: list[str] = []
     c = SPEED_CONNS
     for server in UVICORN_STACKS:
-        for name, floor_case, goal in (
-            ("stateless call", "call", TARGET_SDK_UVICORN),
-            ("stateless sync call", "sync call", TARGET_SDK_UVICORN_SYNC),
-        ):
+        for name, floor_case in (("stateless call", "call"), ("stateless sync call", "sync call")):
+            goal = sdk_target(server, name)
             row = _named(rows, "ours", server, name, c)
             sdk = _find(rows, "sdk-stateless", server, row.case.method, c) if row else None
             limit = _named(rows, "starlette", server, floor_case, c)
